@@ -1,0 +1,9 @@
+# Every dependency is a Debian package installed by scripts/install-deps.sh.
+find_package(PkgConfig REQUIRED)
+find_package(OpenSSL REQUIRED)
+find_package(nlohmann_json 3.10 REQUIRED)
+# Debian names the module libsquashfs1; upstream builds name it libsquashfs.
+pkg_search_module(SQUASHFS REQUIRED IMPORTED_TARGET libsquashfs1 libsquashfs)
+if(NOT CAPSA_FUZZ)
+  find_package(CLI11 2.1 REQUIRED)
+endif()

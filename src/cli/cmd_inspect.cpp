@@ -1,0 +1,35 @@
+// `capsa inspect`: the metadata an image carries in /.singularity.d, read from the SIF's
+// squashfs partition without mounting it. Flags and output as `apptainer inspect`.
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.hpp"
+#include "image/metadata.hpp"
+#include "sif/image.hpp"
+
+namespace capsa::cli {
+
+void add_inspect_command(CLI::App& app) {
+  auto options = std::make_shared<image::InspectOptions>();
+  auto path = std::make_shared<std::string>();
+  auto* cmd = app.add_subcommand("inspect", "Show an image's metadata (labels by default)");
+  cmd->add_option("image", *path, "SIF image")->required();
+  cmd->add_flag("-l,--labels", options->labels, "Show the labels");
+  cmd->add_flag("-d,--deffile", options->deffile, "Show the definition file the image was built from");
+  cmd->add_flag("-r,--runscript", options->runscript, "Show the runscript");
+  cmd->add_flag("-s,--startscript", options->startscript, "Show the startscript");
+  cmd->add_flag("-t,--test", options->test, "Show the test script");
+  cmd->add_flag("-e,--environment", options->environment, "Show the environment scripts");
+  cmd->add_flag("-H,--helpfile", options->helpfile, "Show the help text (%help)");
+  cmd->add_flag("-j,--json", options->json, "Print JSON instead of text");
+  cmd->add_flag("--all", options->all, "Show every section, as JSON");
+  cmd->footer("Reads /.singularity.d straight from the image's squashfs partition; nothing is mounted.");
+  cmd->callback([=] {
+    sif::Image sif = sif::Image::open(*path);
+    image::Metadata metadata = image::read_metadata(sif, *options);
+    for (const auto& warning : metadata.warnings) std::cerr << "WARNING: " << warning << "\n";
+    std::cout << image::format_inspect(metadata, *options);
+  });
+}
+
+}  // namespace capsa::cli

@@ -1,0 +1,14 @@
+#pragma once
+// Each file cmd_<name>.cpp registers one top-level command on the CLI11 app.
+#include <CLI/CLI.hpp>
+
+namespace capsa::cli {
+
+void add_sif_command(CLI::App& app);
+void add_inspect_command(CLI::App& app);
+void add_version_command(CLI::App& app);
+
+// Current time in Unix seconds, or SOURCE_DATE_EPOCH when set (reproducible images).
+std::int64_t now_for_images();
+
+}  // namespace capsa::cli

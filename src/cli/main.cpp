@@ -1,0 +1,80 @@
+// capsa: the command line. Parses flags, calls the engine, and turns any error into
+// one line on stderr and a non-zero exit code.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+
+#include "capsa/version.hpp"
+#include "cli/commands.hpp"
+#include "cli/invocation.hpp"
+#include "util/error.hpp"
+
+namespace {
+
+void add_help_command(CLI::App& app) {
+  auto* help = app.add_subcommand("help", "Show help for a command: help [COMMAND [SUBCOMMAND]]");
+  auto* words = new std::vector<std::string>();  // lives as long as the process
+  help->add_option("command", *words, "The command to describe");
+  help->callback([&app, words] {
+    CLI::App* target = &app;
+    for (const auto& word : *words) {
+      CLI::App* sub = nullptr;
+      try {
+        sub = target->get_subcommand(word);
+      } catch (const CLI::OptionNotFound&) {
+        throw capsa::Error("help: unknown command \"" + word + "\"; see `" + app.get_name() + " --help`");
+      }
+      target = sub;
+    }
+    std::cout << target->help();
+  });
+}
+
+// Commands of Singularity/Apptainer that this version does not have yet: say so plainly
+// instead of a parser error, so a job script fails with a message that explains itself.
+bool reject_unimplemented(const capsa::cli::Invocation& inv) {
+  static const std::vector<std::string> planned = {"pull", "exec", "run", "shell", "test", "run-help",
+                                                   "build", "instance", "cache", "sign", "verify"};
+  if (inv.args.empty()) return false;
+  const std::string& command = inv.args.front();
+  if (std::find(planned.begin(), planned.end(), command) == planned.end()) return false;
+  std::fprintf(stderr, "%s: error: '%s' is not implemented in this version of capsa yet; see `%s --help`\n",
+               inv.program_name.c_str(), command.c_str(), inv.program_name.c_str());
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  capsa::cli::Invocation inv = capsa::cli::resolve_invocation(argc, argv);
+  CLI::App app{"capsa: run Singularity/Apptainer (SIF) and OCI containers on HPC clusters, unprivileged.",
+               inv.program_name};
+  app.require_subcommand(1);
+  app.fallthrough(false);
+  app.footer("Run '" + inv.program_name + " help COMMAND' for the flags of a command.\n"
+             "Documentation: docs/capsa.md");
+  app.set_version_flag("--version", std::string("capsa ") + capsa::build_info::version);
+
+  capsa::cli::add_sif_command(app);
+  capsa::cli::add_inspect_command(app);
+  capsa::cli::add_version_command(app);
+  add_help_command(app);
+
+  if (reject_unimplemented(inv)) return 1;
+  std::vector<std::string> reversed(inv.args.rbegin(), inv.args.rend());
+  try {
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const capsa::Error& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "%s: error: %s\n", inv.program_name.c_str(), e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "%s: internal error: %s\n", inv.program_name.c_str(), e.what());
+    return 1;
+  }
+  return 0;
+}

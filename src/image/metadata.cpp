@@ -1,0 +1,233 @@
+#include "image/metadata.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string_view>
+
+#include "util/error.hpp"
+
+// Behaviour follows Apptainer's cmd/internal/cli/inspect.go and pkg/inspect/metadata.go
+// (read for facts only): which files are shown, that trailing newlines are trimmed,
+// the order of plain sections, and the JSON document produced by Go's encoding/json.
+
+namespace capsa::image {
+namespace {
+
+constexpr std::string_view kMetadataDir = "/.singularity.d";
+
+// Apptainer shows labels unless another section was asked for; --all means every
+// section, and JSON output.
+InspectOptions effective(InspectOptions o) {
+  if (o.all) {
+    o.labels = o.deffile = o.runscript = o.startscript = o.test = o.environment = o.helpfile = true;
+    o.json = true;
+  }
+  if (!(o.deffile || o.runscript || o.startscript || o.test || o.environment || o.helpfile)) o.labels = true;
+  return o;
+}
+
+// Apptainer reads files through `while read` and trims the result's trailing newlines.
+std::string trim_newlines(std::string text) {
+  text.erase(text.find_last_not_of('\n') + 1);
+  return text;
+}
+
+std::string read_script(const squashfs::Reader& root, std::string_view name) {
+  auto content = root.read_file(std::string(kMetadataDir) + "/" + std::string(name));
+  return content ? trim_newlines(std::move(*content)) : std::string();
+}
+
+// Length of the well-formed UTF-8 sequence at text[i], 0 if there is none (the
+// ranges of RFC 3629: no overlongs, no surrogates, nothing above U+10FFFF).
+std::size_t utf8_sequence_length(std::string_view text, std::size_t i) {
+  auto byte = [&](std::size_t k) { return i + k < text.size() ? static_cast<unsigned char>(text[i + k]) : 0u; };
+  auto tail = [&](std::size_t k, unsigned lo = 0x80, unsigned hi = 0xBF) { return byte(k) >= lo && byte(k) <= hi; };
+  unsigned lead = byte(0);
+  if (lead < 0x80) return 1;
+  if (lead >= 0xC2 && lead <= 0xDF) return tail(1) ? 2 : 0;
+  if (lead == 0xE0) return tail(1, 0xA0) && tail(2) ? 3 : 0;
+  if (lead == 0xED) return tail(1, 0x80, 0x9F) && tail(2) ? 3 : 0;
+  if (lead >= 0xE1 && lead <= 0xEF) return tail(1) && tail(2) ? 3 : 0;
+  if (lead == 0xF0) return tail(1, 0x90) && tail(2) && tail(3) ? 4 : 0;
+  if (lead >= 0xF1 && lead <= 0xF3) return tail(1) && tail(2) && tail(3) ? 4 : 0;
+  if (lead == 0xF4) return tail(1, 0x80, 0x8F) && tail(2) && tail(3) ? 4 : 0;
+  return 0;
+}
+
+// Go's JSON decoder turns each byte of invalid UTF-8 into U+FFFD; nlohmann refuses
+// such input, so labels are repaired the same way before parsing.
+std::string replace_invalid_utf8(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size();) {
+    std::size_t n = utf8_sequence_length(text, i);
+    if (n == 0) {
+      out += "\xEF\xBF\xBD";
+      i += 1;
+    } else {
+      out.append(text.substr(i, n));
+      i += n;
+    }
+  }
+  return out;
+}
+
+// labels.json is a map of strings. Like Go's json.Unmarshal into map[string]string:
+// a value of another type keeps its key with an empty value; a document that is not
+// a JSON object yields no labels. Either way Apptainer only warns.
+std::map<std::string, std::string> parse_labels(const std::string& text, const std::string& where,
+                                                std::vector<std::string>& warnings) {
+  std::map<std::string, std::string> labels;
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(replace_invalid_utf8(text));
+  } catch (const nlohmann::json::exception& e) {
+    warnings.push_back(where + ": unable to parse labels: " + e.what());
+    return labels;
+  }
+  if (doc.is_null()) return labels;
+  if (!doc.is_object()) {
+    warnings.push_back(where + ": unable to parse labels: not a JSON object");
+    return labels;
+  }
+  for (const auto& [key, value] : doc.items()) {
+    if (value.is_string()) {
+      labels[key] = value.get<std::string>();
+    } else {
+      labels[key] = "";
+      if (!value.is_null()) warnings.push_back(where + ": label " + key + " is not a string");
+    }
+  }
+  return labels;
+}
+
+// Names `sh` would match with env/10-docker*.sh and env/9*-environment.sh, the two
+// globs Apptainer's inspect uses (01-base.sh, 99-*.sh and the like are not shown).
+bool shown_environment_file(std::string_view name) {
+  auto matches = [&](std::string_view prefix, std::string_view suffix) {
+    return name.size() >= prefix.size() + suffix.size() && name.starts_with(prefix) && name.ends_with(suffix);
+  };
+  return matches("10-docker", ".sh") || matches("9", "-environment.sh");
+}
+
+std::map<std::string, std::string> read_environment(const squashfs::Reader& root) {
+  std::map<std::string, std::string> scripts;
+  const std::string dir = std::string(kMetadataDir) + "/env";
+  auto names = root.list_directory(dir);
+  if (!names) return scripts;
+  for (const std::string& name : *names) {
+    if (!shown_environment_file(name)) continue;
+    // `[ -f ]` in Apptainer's script: only regular files (after symlinks) count.
+    if (auto content = root.read_file(dir + "/" + name)) scripts[dir + "/" + name] = trim_newlines(std::move(*content));
+  }
+  return scripts;
+}
+
+// Go's encoding/json escapes <, > and & (HTML safety) and U+2028/U+2029; nlohmann
+// writes them as they are. They can only occur inside strings, so a textual pass
+// over the document is exact.
+std::string escape_like_go(const std::string& json) {
+  std::string out;
+  out.reserve(json.size());
+  for (std::size_t i = 0; i < json.size(); ++i) {
+    char c = json[i];
+    if (c == '<') {
+      out += "\\u003c";
+    } else if (c == '>') {
+      out += "\\u003e";
+    } else if (c == '&') {
+      out += "\\u0026";
+    } else if (c == '\xE2' && i + 2 < json.size() && json[i + 1] == '\x80' &&
+               (json[i + 2] == '\xA8' || json[i + 2] == '\xA9')) {
+      out += json[i + 2] == '\xA8' ? "\\u2028" : "\\u2029";
+      i += 2;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+// pkg/inspect Metadata marshalled with json.MarshalIndent(v, "", "\t"): attribute
+// keys in struct order (apps, environment, labels, runscript, test, helpfile,
+// deffile, startscript), empty ones omitted, map keys sorted.
+std::string to_json(const Metadata& m) {
+  nlohmann::ordered_json attributes = nlohmann::ordered_json::object();
+  if (!m.environment.empty()) attributes["environment"] = m.environment;
+  if (!m.labels.empty()) attributes["labels"] = m.labels;
+  auto add = [&](const char* key, const std::string& value) {
+    if (!value.empty()) attributes[key] = value;
+  };
+  add("runscript", m.runscript);
+  add("test", m.test);
+  add("helpfile", m.helpfile);
+  add("deffile", m.deffile);
+  add("startscript", m.startscript);
+  nlohmann::ordered_json doc;
+  doc["data"]["attributes"] = std::move(attributes);
+  doc["type"] = "container";
+  return escape_like_go(doc.dump(1, '\t', false, nlohmann::json::error_handler_t::replace)) + "\n";
+}
+
+}  // namespace
+
+squashfs::Reader open_primary_squashfs(const sif::Image& image) {
+  const sif::Descriptor* primary = image.primary_partition();
+  if (primary == nullptr) throw FormatError(image.path() + ": no primary system partition");
+  const std::string where = image.path() + ": primary partition (object " + std::to_string(primary->id) + ")";
+  sif::FsType fs = primary->partition().fs_type;
+  if (fs != sif::FsType::Squashfs) {
+    std::string name(sif::name_of(fs));
+    if (name == "Unknown") name += " file system type " + std::to_string(static_cast<std::int32_t>(fs));
+    throw FormatError(where + " is " + name + ", not squashfs");
+  }
+  auto offset = static_cast<std::uint64_t>(primary->offset);
+  auto size = static_cast<std::uint64_t>(primary->size);
+  if (size < 4 || !squashfs::has_squashfs_magic(image.fd(), offset))
+    throw FormatError(where + " is marked Squashfs but does not start with the squashfs magic \"hsqs\"");
+  return squashfs::Reader(image.fd(), offset, size, where);
+}
+
+Metadata read_metadata(const squashfs::Reader& root, const InspectOptions& options) {
+  const InspectOptions o = effective(options);
+  Metadata m;
+  if (o.labels) {
+    const std::string path = std::string(kMetadataDir) + "/labels.json";
+    if (auto text = root.read_file(path)) m.labels = parse_labels(*text, root.label() + ": " + path, m.warnings);
+  }
+  if (o.deffile) m.deffile = read_script(root, "Singularity");
+  if (o.runscript) m.runscript = read_script(root, "runscript");
+  if (o.startscript) m.startscript = read_script(root, "startscript");
+  if (o.test) m.test = read_script(root, "test");
+  if (o.helpfile) m.helpfile = read_script(root, "runscript.help");
+  if (o.environment) m.environment = read_environment(root);
+  return m;
+}
+
+Metadata read_metadata(const sif::Image& image, const InspectOptions& options) {
+  Metadata m = read_metadata(open_primary_squashfs(image), options);
+  if (effective(options).deffile && m.deffile.empty()) {
+    // Images built without a definition (siftool, old tools) may still carry one as
+    // a SIF object; Apptainer reads that object first, we only as a fallback.
+    for (const sif::Descriptor& d : image.objects()) {
+      if (d.data_type != sif::DataType::Deffile) continue;
+      m.deffile = trim_newlines(image.read_object(d, 16 << 20));
+      break;
+    }
+  }
+  return m;
+}
+
+std::string format_inspect(const Metadata& m, const InspectOptions& options) {
+  if (effective(options).json) return to_json(m);
+  // Plain output: each present section followed by a newline, in this fixed order.
+  std::string out;
+  for (const std::string* section : {&m.deffile, &m.runscript, &m.startscript, &m.test, &m.helpfile})
+    if (!section->empty()) out += *section + "\n";
+  for (const auto& [path, script] : m.environment) out += "=== " + path + " ===\n" + script + "\n\n";
+  for (const auto& [key, value] : m.labels) out += key + ": " + value + "\n";
+  return out;
+}
+
+}  // namespace capsa::image

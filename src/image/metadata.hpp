@@ -1,0 +1,55 @@
+#pragma once
+// The container metadata `capsa inspect` shows, read straight from the squashfs of a
+// SIF's primary partition (no mount), and its output in Apptainer's formats.
+// Sources inside the image: shared/reference/apptainer-and-sif.md §3.1.
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "sif/image.hpp"
+#include "squashfs/reader.hpp"
+
+namespace capsa::image {
+
+// Apptainer's `inspect` flags. With none of the content flags set, labels are shown.
+struct InspectOptions {
+  bool labels = false;       // -l: /.singularity.d/labels.json
+  bool deffile = false;      // -d: /.singularity.d/Singularity
+  bool runscript = false;    // -r: /.singularity.d/runscript
+  bool startscript = false;  // -s: /.singularity.d/startscript
+  bool test = false;         // -t: /.singularity.d/test
+  bool environment = false;  // -e: env/10-docker*.sh and env/9*-environment.sh
+  bool helpfile = false;     // -H: /.singularity.d/runscript.help
+  bool json = false;         // -j: one JSON document instead of plain sections
+  bool all = false;          // --all: every section, as JSON
+};
+
+// What Apptainer calls the container's attributes. Scripts have their trailing
+// newlines removed, as Apptainer does; an empty string means absent (never shown).
+struct Metadata {
+  std::map<std::string, std::string> labels;
+  std::string deffile;
+  std::string runscript;
+  std::string startscript;
+  std::string test;
+  std::string helpfile;
+  std::map<std::string, std::string> environment;  // in-image path -> script
+  // Problems Apptainer only warns about (an unparsable labels.json); one line each.
+  std::vector<std::string> warnings;
+};
+
+// The squashfs root filesystem of a SIF. Throws FormatError "<file>: no primary
+// system partition", or naming the object when it is not (or does not hold) squashfs.
+squashfs::Reader open_primary_squashfs(const sif::Image& image);
+
+// Reads the sections `options` selects (only those) from a root filesystem.
+Metadata read_metadata(const squashfs::Reader& root, const InspectOptions& options);
+// Same from a SIF's primary partition; the definition file falls back to the SIF's
+// Deffile object when the image has no /.singularity.d/Singularity.
+Metadata read_metadata(const sif::Image& image, const InspectOptions& options);
+
+// The exact text `apptainer inspect` prints for `metadata` (read with the same options).
+std::string format_inspect(const Metadata& metadata, const InspectOptions& options);
+
+}  // namespace capsa::image

@@ -1,0 +1,327 @@
+#include "squashfs/reader.hpp"
+
+#include <sqfs/compressor.h>
+#include <sqfs/data_reader.h>
+#include <sqfs/dir.h>
+#include <sqfs/dir_reader.h>
+#include <sqfs/error.h>
+#include <sqfs/inode.h>
+#include <sqfs/io.h>
+#include <sqfs/super.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <deque>
+#include <limits>
+#include <new>
+#include <type_traits>
+
+#include "util/error.hpp"
+
+namespace capsa::squashfs {
+namespace {
+
+// libsquashfs objects are released through their own destroy hook, buffers it
+// returns (inodes, directory entries) through sqfs_free.
+struct DestroyObject {
+  void operator()(void* object) const { sqfs_destroy(object); }
+};
+struct FreeBuffer {
+  void operator()(void* buffer) const { sqfs_free(buffer); }
+};
+using InodePtr = std::unique_ptr<sqfs_inode_generic_t, FreeBuffer>;
+
+// Far beyond any real directory; stops a crafted listing from exhausting memory.
+constexpr std::size_t kMaxDirectoryEntries = 1 << 20;
+
+// A sqfs_file_t over a window of a file descriptor we do not own. libsquashfs only
+// ever sees offsets relative to the window, and every read is checked against it.
+struct WindowFile {
+  sqfs_file_t base;  // first member: libsquashfs hands &base back to the callbacks
+  int fd = -1;
+  std::uint64_t offset = 0;
+  std::uint64_t size = 0;
+  int read_errno = 0;  // set when pread itself failed, for a SystemError
+};
+static_assert(std::is_standard_layout_v<WindowFile>);
+
+WindowFile& window_of(sqfs_file_t* file) { return *reinterpret_cast<WindowFile*>(file); }
+const WindowFile& window_of(const sqfs_file_t* file) { return *reinterpret_cast<const WindowFile*>(file); }
+
+int window_read_at(sqfs_file_t* file, sqfs_u64 offset, void* buffer, size_t size) {
+  WindowFile& w = window_of(file);
+  if (offset > w.size || size > w.size - offset) return SQFS_ERROR_OUT_OF_BOUNDS;
+  auto* out = static_cast<char*>(buffer);
+  while (size > 0) {
+    ssize_t n = ::pread(w.fd, out, size, static_cast<off_t>(w.offset + offset));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      w.read_errno = errno;
+      return SQFS_ERROR_IO;
+    }
+    if (n == 0) return SQFS_ERROR_OUT_OF_BOUNDS;  // the file is shorter than the window
+    out += n;
+    offset += static_cast<std::uint64_t>(n);
+    size -= static_cast<std::size_t>(n);
+  }
+  return 0;
+}
+
+// The reader is read-only: libsquashfs never writes through it, but the interface
+// requires the hooks.
+int window_write_at(sqfs_file_t*, sqfs_u64, const void*, size_t) { return SQFS_ERROR_UNSUPPORTED; }
+int window_truncate(sqfs_file_t*, sqfs_u64) { return SQFS_ERROR_UNSUPPORTED; }
+sqfs_u64 window_get_size(const sqfs_file_t* file) { return window_of(file).size; }
+// Owned by Reader::Impl, so libsquashfs must never free it.
+void window_destroy(sqfs_object_t*) {}
+
+const char* describe(int code) {
+  switch (code) {
+    case SQFS_ERROR_ALLOC: return "out of memory (corrupt size field?)";
+    case SQFS_ERROR_IO: return "read error";
+    case SQFS_ERROR_COMPRESSOR: return "cannot decompress (corrupt data)";
+    case SQFS_ERROR_CORRUPTED: return "corrupt data";
+    case SQFS_ERROR_UNSUPPORTED: return "unsupported feature";
+    case SQFS_ERROR_OVERFLOW: return "size overflow (corrupt data)";
+    case SQFS_ERROR_OUT_OF_BOUNDS: return "reference past the end of the image (truncated or corrupt)";
+    case SFQS_ERROR_SUPER_MAGIC: return "bad magic, not a squashfs image";
+    case SFQS_ERROR_SUPER_VERSION: return "unsupported squashfs version (only 4.0 is supported)";
+    case SQFS_ERROR_SUPER_BLOCK_SIZE: return "invalid block size";
+    case SQFS_ERROR_NOT_DIR: return "not a directory";
+    case SQFS_ERROR_NO_ENTRY: return "no such entry";
+    case SQFS_ERROR_LINK_LOOP: return "link loop";
+    case SQFS_ERROR_NOT_FILE: return "not a regular file";
+    case SQFS_ERROR_SEQUENCE: return "internal sequence error";
+    default: return "libsquashfs error";
+  }
+}
+
+bool is_directory(const sqfs_inode_generic_t& inode) {
+  return inode.base.type == SQFS_INODE_DIR || inode.base.type == SQFS_INODE_EXT_DIR;
+}
+bool is_regular_file(const sqfs_inode_generic_t& inode) {
+  return inode.base.type == SQFS_INODE_FILE || inode.base.type == SQFS_INODE_EXT_FILE;
+}
+bool is_symlink(const sqfs_inode_generic_t& inode) {
+  return inode.base.type == SQFS_INODE_SLINK || inode.base.type == SQFS_INODE_EXT_SLINK;
+}
+
+std::deque<std::string> split_path(const std::string& path) {
+  std::deque<std::string> parts;
+  std::size_t start = 0;
+  while (start <= path.size()) {
+    std::size_t end = path.find('/', start);
+    if (end == std::string::npos) end = path.size();
+    if (end > start) parts.push_back(path.substr(start, end - start));
+    start = end + 1;
+  }
+  return parts;
+}
+
+}  // namespace
+
+struct Reader::Impl {
+  // Destroyed in reverse order: the readers use the compressor, all use the file.
+  WindowFile file;
+  sqfs_super_t super{};
+  std::unique_ptr<sqfs_compressor_t, DestroyObject> compressor;
+  std::unique_ptr<sqfs_dir_reader_t, DestroyObject> dirs;
+  std::unique_ptr<sqfs_data_reader_t, DestroyObject> data;
+  std::string label;
+
+  [[noreturn]] void fail(const std::string& what, int code) const {
+    if (code == SQFS_ERROR_IO && file.read_errno != 0) throw SystemError(label + ": " + what, file.read_errno);
+    throw FormatError(label + ": " + what + ": " + describe(code));
+  }
+  void check(int code, const std::string& what) const {
+    if (code < 0) fail(what, code);
+  }
+
+  void open();
+  InodePtr root() const;
+  InodePtr lookup(const sqfs_inode_generic_t& dir, const std::string& name, const std::string& path) const;
+  InodePtr resolve(const std::string& path) const;
+};
+
+void Reader::Impl::open() {
+  if (file.size < sizeof(sqfs_super_t))
+    throw FormatError(label + ": " + std::to_string(file.size) + " bytes is too small for a squashfs image");
+  check(sqfs_super_read(&super, &file.base), "squashfs super block");
+  if (super.bytes_used > file.size)
+    throw FormatError(label + ": squashfs image is truncated (super block says " + std::to_string(super.bytes_used) +
+                      " bytes, only " + std::to_string(file.size) + " present)");
+  // libsquashfs sizes the fragment table from this count before reading it; the
+  // table's index must fit in the image, which bounds that allocation.
+  std::uint64_t index_bytes = (std::uint64_t{super.fragment_entry_count} + 511) / 512 * 8;
+  if (!(super.flags & SQFS_FLAG_NO_FRAGMENTS) && super.fragment_entry_count != 0 &&
+      index_bytes > super.bytes_used)
+    throw FormatError(label + ": squashfs fragment count " + std::to_string(super.fragment_entry_count) +
+                      " does not fit in the image");
+
+  sqfs_compressor_config_t config{};
+  auto id = static_cast<SQFS_COMPRESSOR>(super.compression_id);
+  check(sqfs_compressor_config_init(&config, id, super.block_size, SQFS_COMP_FLAG_UNCOMPRESS),
+        "squashfs compressor settings");
+  sqfs_compressor_t* raw_compressor = nullptr;
+  int ret = sqfs_compressor_create(&config, &raw_compressor);
+  if (ret == SQFS_ERROR_UNSUPPORTED) {
+    const char* name = sqfs_compressor_name_from_id(id);
+    throw FormatError(label + ": squashfs compressor " + (name ? name : std::to_string(super.compression_id)) +
+                      " is not supported");
+  }
+  check(ret, "squashfs compressor");
+  compressor.reset(raw_compressor);
+  if (super.flags & SQFS_FLAG_COMPRESSOR_OPTIONS)
+    check(compressor->read_options(compressor.get(), &file.base), "squashfs compressor options");
+
+  dirs.reset(sqfs_dir_reader_create(&super, compressor.get(), &file.base, 0));
+  data.reset(sqfs_data_reader_create(&file.base, super.block_size, compressor.get(), 0));
+  if (!dirs || !data) throw std::bad_alloc();
+  check(sqfs_data_reader_load_fragment_table(data.get(), &super), "squashfs fragment table");
+  if (!is_directory(*root())) throw FormatError(label + ": squashfs root inode is not a directory");
+}
+
+InodePtr Reader::Impl::root() const {
+  sqfs_inode_generic_t* raw = nullptr;
+  int ret = sqfs_dir_reader_get_root_inode(dirs.get(), &raw);
+  InodePtr inode(raw);
+  check(ret, "squashfs root inode");
+  return inode;
+}
+
+// The entry `name` of `dir`, or nullptr when there is none.
+InodePtr Reader::Impl::lookup(const sqfs_inode_generic_t& dir, const std::string& name,
+                              const std::string& path) const {
+  check(sqfs_dir_reader_open_dir(dirs.get(), &dir, 0), path + ": reading directory");
+  int ret = sqfs_dir_reader_find(dirs.get(), name.c_str());
+  if (ret == SQFS_ERROR_NO_ENTRY) return nullptr;
+  check(ret, path + ": reading directory");
+  sqfs_inode_generic_t* raw = nullptr;
+  ret = sqfs_dir_reader_get_inode(dirs.get(), &raw);
+  InodePtr inode(raw);
+  check(ret, path + ": reading inode of " + name);
+  return inode;
+}
+
+// Walks `path` from the image root, following symlinks within the image the way
+// the kernel would inside a chroot: ".." never climbs above the root, and an
+// absolute target restarts at the image root. nullptr when any component is missing.
+InodePtr Reader::Impl::resolve(const std::string& path) const {
+  if (path.find('\0') != std::string::npos) return nullptr;
+  std::vector<InodePtr> dirs_walked;  // the root, then each directory entered
+  dirs_walked.push_back(root());
+  std::deque<std::string> pending = split_path(path);
+  int links = 0;
+  while (!pending.empty()) {
+    std::string name = std::move(pending.front());
+    pending.pop_front();
+    if (name == ".") continue;
+    if (name == "..") {
+      if (dirs_walked.size() > 1) dirs_walked.pop_back();
+      continue;
+    }
+    if (!is_directory(*dirs_walked.back())) return nullptr;
+    InodePtr child = lookup(*dirs_walked.back(), name, path);
+    if (!child) return nullptr;
+    if (is_symlink(*child)) {
+      if (++links > kMaxSymlinks)
+        throw FormatError(label + ": " + path + ": too many levels of symbolic links");
+      std::string target(reinterpret_cast<const char*>(child->extra), child->payload_bytes_used);
+      if (target.empty() || target.find('\0') != std::string::npos) return nullptr;
+      std::deque<std::string> parts = split_path(target);
+      pending.insert(pending.begin(), parts.begin(), parts.end());
+      if (target.front() == '/') dirs_walked.resize(1);
+      continue;
+    }
+    dirs_walked.push_back(std::move(child));
+  }
+  return std::move(dirs_walked.back());
+}
+
+Reader::Reader(int fd, std::uint64_t offset, std::uint64_t size, std::string label) : impl_(std::make_unique<Impl>()) {
+  impl_->label = std::move(label);
+  if (offset > static_cast<std::uint64_t>(std::numeric_limits<off_t>::max()) ||
+      size > static_cast<std::uint64_t>(std::numeric_limits<off_t>::max()) - offset)
+    throw FormatError(impl_->label + ": squashfs image lies beyond the largest file offset");
+  WindowFile& w = impl_->file;
+  w.base.base.destroy = window_destroy;
+  w.base.base.copy = nullptr;  // sqfs_copy then fails cleanly; nothing here copies files
+  w.base.read_at = window_read_at;
+  w.base.write_at = window_write_at;
+  w.base.get_size = window_get_size;
+  w.base.truncate = window_truncate;
+  w.fd = fd;
+  w.offset = offset;
+  w.size = size;
+  impl_->open();
+}
+
+Reader::~Reader() = default;
+Reader::Reader(Reader&&) noexcept = default;
+Reader& Reader::operator=(Reader&&) noexcept = default;
+
+const std::string& Reader::label() const { return impl_->label; }
+
+std::optional<std::string> Reader::read_file(const std::string& path, std::uint64_t max_bytes) const {
+  InodePtr inode = impl_->resolve(path);
+  if (!inode || !is_regular_file(*inode)) return std::nullopt;
+  sqfs_u64 size = 0;
+  impl_->check(sqfs_inode_get_file_size(inode.get(), &size), path);
+  if (size > max_bytes)
+    throw FormatError(impl_->label + ": " + path + " is too large (" + std::to_string(size) + " bytes, limit " +
+                      std::to_string(max_bytes) + ")");
+  std::string content(static_cast<std::size_t>(size), '\0');
+  std::uint64_t done = 0;
+  while (done < size) {
+    // One call per 1 GiB: the library takes 32-bit sizes.
+    auto chunk = static_cast<sqfs_u32>(std::min<std::uint64_t>(size - done, 1u << 30));
+    sqfs_s32 n = sqfs_data_reader_read(impl_->data.get(), inode.get(), done, content.data() + done, chunk);
+    impl_->check(n, path + ": reading file data");
+    if (n == 0)
+      throw FormatError(impl_->label + ": " + path + ": file data ends after " + std::to_string(done) + " of " +
+                        std::to_string(size) + " bytes");
+    done += static_cast<std::uint64_t>(n);
+  }
+  return content;
+}
+
+std::optional<std::vector<std::string>> Reader::list_directory(const std::string& path) const {
+  InodePtr inode = impl_->resolve(path);
+  if (!inode || !is_directory(*inode)) return std::nullopt;
+  sqfs_dir_reader_t* dirs = impl_->dirs.get();
+  impl_->check(sqfs_dir_reader_open_dir(dirs, inode.get(), 0), path + ": reading directory");
+  std::vector<std::string> names;
+  for (;;) {
+    sqfs_dir_entry_t* raw = nullptr;
+    int ret = sqfs_dir_reader_read(dirs, &raw);
+    std::unique_ptr<sqfs_dir_entry_t, FreeBuffer> entry(raw);
+    if (ret > 0) break;
+    impl_->check(ret, path + ": reading directory");
+    std::string name(reinterpret_cast<const char*>(entry->name), std::size_t{entry->size} + 1);
+    if (name.find_first_of(std::string_view("/\0", 2)) != std::string::npos || name == "." || name == "..")
+      throw FormatError(impl_->label + ": " + path + ": corrupt directory entry name");
+    if (names.size() == kMaxDirectoryEntries)
+      throw FormatError(impl_->label + ": " + path + ": more than " + std::to_string(kMaxDirectoryEntries) +
+                        " directory entries");
+    names.push_back(std::move(name));
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+bool has_squashfs_magic(int fd, std::uint64_t offset) {
+  std::array<char, 4> magic{};
+  std::size_t done = 0;
+  while (done < magic.size()) {
+    ssize_t n = ::pread(fd, magic.data() + done, magic.size() - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw_errno("reading squashfs magic");
+    if (n == 0) return false;
+    done += static_cast<std::size_t>(n);
+  }
+  return std::string_view(magic.data(), magic.size()) == "hsqs";
+}
+
+}  // namespace capsa::squashfs

@@ -1,0 +1,15 @@
+#pragma once
+// Where the suites find their inputs; set by ctest (cmake/CapsaTesting.cmake).
+#include <string>
+
+namespace capsa::test {
+
+std::string shared_fixtures();    // ../shared/fixtures
+std::string built_fixtures();     // fixtures made by tests/fixtures/make-*.sh
+std::string capsa_binary();       // the CLI under test
+std::string sif_fixture(const std::string& relative);  // shared_fixtures()/sif/<relative>
+
+// Skips the current test with a reason when an external tool is not on PATH.
+bool have_program(const std::string& name);
+
+}  // namespace capsa::test

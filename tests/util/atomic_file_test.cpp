@@ -1,0 +1,68 @@
+#include "util/atomic_file.hpp"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "support/temp_dir.hpp"
+#include "util/error.hpp"
+
+namespace capsa {
+namespace {
+
+using test::TempDir;
+
+std::size_t entries_in(const std::string& dir) {
+  std::size_t n = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir)) ++n;
+  return n;
+}
+
+TEST(AtomicFile, AppearsUnderItsNameOnlyAfterCommit) {
+  TempDir dir;
+  std::string target = dir / "out.sif";
+  {
+    AtomicFile file(target, 0644);
+    ASSERT_EQ(::write(file.fd(), "data", 4), 4);
+    EXPECT_FALSE(std::filesystem::exists(target));
+    file.commit();
+  }
+  EXPECT_EQ(test::read_file(target), "data");
+  EXPECT_EQ(entries_in(dir.path()), 1u);
+}
+
+TEST(AtomicFile, AbandonedFileLeavesNothingBehind) {
+  TempDir dir;
+  {
+    AtomicFile file(dir / "out.sif", 0644);
+    ASSERT_EQ(::write(file.fd(), "partial", 7), 7);
+  }
+  EXPECT_EQ(entries_in(dir.path()), 0u);
+}
+
+TEST(AtomicFile, CommitWithoutReplaceRefusesAnExistingFile) {
+  TempDir dir;
+  std::string target = dir.write("out.sif", "old");
+  AtomicFile file(target, 0644);
+  EXPECT_THROW(file.commit(false), SystemError);
+  EXPECT_EQ(test::read_file(target), "old");
+}
+
+TEST(AtomicFile, HonoursTheRequestedModeMinusUmask) {
+  TempDir dir;
+  std::string target = dir / "image.sif";
+  mode_t old_mask = ::umask(022);
+  {
+    AtomicFile file(target, 0755);
+    file.commit();
+  }
+  ::umask(old_mask);
+  struct stat st {};
+  ASSERT_EQ(::stat(target.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0755u);
+}
+
+}  // namespace
+}  // namespace capsa
