@@ -10,7 +10,7 @@ work=$(mktemp -d "${TMPDIR:-/var/tmp}/capsa-bench-XXXXXX")
 trap 'rm -rf "$work"' EXIT
 head -c "$((size * 1024 * 1024))" /dev/urandom > "$work/part.squashfs"
 cd "$work"
-hyperfine --warmup 1 --runs 5 --export-json "$work/result.json" \
+hyperfine --warmup 1 --runs 10 --export-json "$work/result.json" \
   --prepare "rm -f capsa.sif siftool.sif; sync" \
   -n capsa "$capsa sif new capsa.sif && $capsa sif add --datatype 4 --partfs 1 --parttype 2 --partarch 2 --groupid 1 capsa.sif part.squashfs" \
   -n siftool "siftool new siftool.sif && siftool add --datatype 4 --partfs 1 --parttype 2 --partarch 2 --groupid 1 siftool.sif part.squashfs"

@@ -12,7 +12,7 @@ packages="
   libsquashfs-dev squashfs-tools-ng squashfs-tools
   libarchive-dev libcurl4-openssl-dev libfuse3-dev fuse3 squashfuse
   siftool hyperfine
-  util-linux passwd
+  util-linux passwd file busybox-static
 "
 
 missing=""
