@@ -1,0 +1,26 @@
+#pragma once
+// The SIF of a `docker://` pull, laid out object for object as Apptainer writes it
+// (shared/reference/apptainer-and-sif.md §2.8): definition file, inspect metadata,
+// OCI config, then the squashfs root file system as the primary system partition.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "image/container_files.hpp"
+
+namespace capsa::image {
+
+struct PulledSifParts {
+  std::string squashfs_path;   // the converted root file system
+  OciSource source;            // config, reference, architecture, time
+  bool reproducible = false;   // nil UUID (SOURCE_DATE_EPOCH / --reproducible)
+};
+
+// `inspect --all --json` of the generated files, compact, as the inspect-metadata.json object.
+std::string inspect_metadata_json(const OciSource& source);
+
+// Writes the SIF at `output` through a temporary name (nothing is left on failure).
+void write_pulled_sif(const std::string& output, const PulledSifParts& parts);
+
+}  // namespace capsa::image
