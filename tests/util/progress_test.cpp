@@ -1,0 +1,71 @@
+#include "util/progress.hpp"
+
+#include <gtest/gtest.h>
+
+namespace capsa {
+namespace {
+
+using namespace std::chrono_literals;
+
+struct FakeClock {
+  std::chrono::steady_clock::time_point now{};
+  Progress::Clock fn() {
+    return [this] { return now; };
+  }
+};
+
+TEST(Progress, LogModeWritesOneLinePerTaskEventAndAPeriodicTotal) {
+  FakeClock clock;
+  std::string out;
+  Progress progress(Progress::Mode::Log, [&](const std::string& s) { out += s; }, clock.fn(), 10s);
+  progress.start("blob sha256:aaaa", 2 << 20);
+  progress.update("blob sha256:aaaa", 1 << 20);  // before the interval: silent
+  clock.now += 11s;
+  progress.update("blob sha256:aaaa", 1 << 20);
+  clock.now += 1s;
+  progress.finish("blob sha256:aaaa");
+  EXPECT_EQ(out,
+            "blob sha256:aaaa: started (2.0 MiB)\n"
+            "total: 1.0 MiB / 2.0 MiB, 93.1 KiB/s, ETA 0:11\n"
+            "blob sha256:aaaa: done, 2.0 MiB in 0:12 (170.7 KiB/s)\n");
+  EXPECT_EQ(out.find('\x1b'), std::string::npos) << "no terminal control codes in logs";
+}
+
+TEST(Progress, TerminalModeRedrawsALiveBlockWithRateAndEta) {
+  FakeClock clock;
+  std::string out;
+  Progress progress(Progress::Mode::Terminal, [&](const std::string& s) { out += s; }, clock.fn());
+  progress.start("layer 1/2", 100 << 20);
+  clock.now += 2s;
+  progress.update("layer 1/2", 50 << 20);
+  EXPECT_NE(out.find("layer 1/2 [############............] 50.0 MiB / 100.0 MiB  25.0 MiB/s  ETA 0:02"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("\x1b[1A\x1b[2K"), std::string::npos) << "the previous block is erased";
+}
+
+TEST(Progress, QuietModePrintsNothing) {
+  std::string out;
+  Progress progress(Progress::Mode::Quiet, [&](const std::string& s) { out += s; });
+  progress.start("x", 10);
+  progress.update("x", 5);
+  progress.note("warning");
+  progress.finish("x");
+  EXPECT_EQ(out, "");
+}
+
+TEST(Progress, ModeFollowsTheTerminal) {
+  EXPECT_EQ(Progress::detect_mode(true, 2), Progress::Mode::Quiet);
+  EXPECT_EQ(Progress::detect_mode(false, -1), Progress::Mode::Log);  // not a TTY
+}
+
+TEST(Progress, Formats) {
+  EXPECT_EQ(format_bytes(512), "512 B");
+  EXPECT_EQ(format_bytes(1536), "1.5 KiB");
+  EXPECT_EQ(format_bytes(20ULL << 30), "20.0 GiB");
+  EXPECT_EQ(format_duration(std::chrono::seconds(125)), "2:05");
+  EXPECT_EQ(format_duration(std::chrono::seconds(3725)), "1:02:05");
+}
+
+}  // namespace
+}  // namespace capsa
