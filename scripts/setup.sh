@@ -4,6 +4,6 @@ set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/install-deps.sh"
 "$root/scripts/build.sh"
-cmake --install "$root/build" >/dev/null
+cmake --install "$root/build" --strip >/dev/null
 echo "installed: $(command -v capsa) (+ singularity, apptainer, run-singularity)"
 "$root/scripts/demo.sh"
