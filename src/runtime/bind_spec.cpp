@@ -1,0 +1,204 @@
+#include "runtime/bind_spec.hpp"
+
+#include <charconv>
+
+#include "util/error.hpp"
+
+namespace capsa::runtime {
+namespace {
+
+// Splits on `separator`, honouring backslash escapes of the separator characters
+// (Apptainer lets paths contain `\,` and `\:`).
+std::vector<std::string> split_escaped(std::string_view text, char separator) {
+  std::vector<std::string> parts(1);
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '\\' && i + 1 < text.size() && (text[i + 1] == ',' || text[i + 1] == ':')) {
+      if (text[i + 1] == separator) {
+        parts.back() += text[i + 1];
+      } else {
+        parts.back() += c;  // keep the escape for the next level of splitting
+        parts.back() += text[i + 1];
+      }
+      ++i;
+    } else if (c == separator) {
+      parts.emplace_back();
+    } else {
+      parts.back() += c;
+    }
+  }
+  return parts;
+}
+
+std::string unescape(std::string_view text) {
+  std::string out;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '\\' && i + 1 < text.size() && (text[i + 1] == ',' || text[i + 1] == ':')) ++i;
+    out += text[i];
+  }
+  return out;
+}
+
+[[noreturn]] void bad(std::string_view spec, const std::string& why) {
+  throw FormatError("invalid bind \"" + std::string(spec) + "\": " + why);
+}
+
+void check_destination(std::string_view spec, const std::string& destination) {
+  if (destination.empty() || destination[0] != '/') bad(spec, "the destination must be an absolute path");
+}
+
+unsigned parse_id(std::string_view spec, std::string_view value) {
+  unsigned id = 0;
+  auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), id);
+  if (ec != std::errc() || end != value.data() + value.size() || id == 0)
+    bad(spec, "id= needs a SIF object ID (a positive number)");
+  return id;
+}
+
+void apply_option(std::string_view spec, BindSpec& bind, std::string_view option) {
+  if (option == "ro") bind.read_only = true;
+  else if (option == "rw") bind.read_only = false;
+  else if (option.starts_with("image-src=")) bind.image_source = std::string(option.substr(10));
+  else if (option.starts_with("id=")) bind.sif_id = parse_id(spec, option.substr(3));
+  else bad(spec, "unknown option \"" + std::string(option) + "\" (valid: ro, rw, image-src=PATH, id=N)");
+}
+
+BindSpec parse_one(std::string_view spec) {
+  std::vector<std::string> fields = split_escaped(spec, ':');
+  if (fields.size() > 3) bad(spec, "too many ':' (expected SRC[:DEST[:OPTIONS]])");
+  BindSpec bind;
+  bind.source = unescape(fields[0]);
+  if (bind.source.empty()) bad(spec, "the source path is empty");
+  bind.destination = fields.size() > 1 && !fields[1].empty() ? unescape(fields[1]) : bind.source;
+  // `-B /data:ro` is not a destination named "ro": Apptainer reads a lone option so.
+  if (fields.size() == 2 && (fields[1] == "ro" || fields[1] == "rw")) {
+    bind.destination = bind.source;
+    apply_option(spec, bind, fields[1]);
+  }
+  if (fields.size() == 3) {
+    for (const std::string& option : split_escaped(fields[2], ','))
+      if (!option.empty()) apply_option(spec, bind, option);
+  }
+  check_destination(spec, bind.destination);
+  return bind;
+}
+
+// Splits a CSV line (RFC 4180 quoting), as Apptainer reads --mount.
+std::vector<std::string> split_csv(std::string_view spec) {
+  std::vector<std::string> fields(1);
+  bool quoted = false;
+  for (std::size_t i = 0; i < spec.size(); ++i) {
+    char c = spec[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < spec.size() && spec[i + 1] == '"') {
+        fields.back() += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        fields.back() += c;
+      }
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      fields.emplace_back();
+    } else {
+      fields.back() += c;
+    }
+  }
+  if (quoted) bad(spec, "unterminated quote");
+  return fields;
+}
+
+}  // namespace
+
+std::vector<BindSpec> parse_bind_list(std::string_view text) {
+  std::vector<BindSpec> binds;
+  // The list separator is a comma, but a comma also separates options inside the third
+  // field (`/a:/b:ro,image-src=/x`): a piece that is only options belongs to the bind before.
+  for (const std::string& piece : split_escaped(text, ',')) {
+    if (piece.empty()) continue;
+    bool option_only = piece == "ro" || piece == "rw" || piece.starts_with("image-src=") || piece.starts_with("id=");
+    if (option_only && !binds.empty()) {
+      apply_option(text, binds.back(), piece);
+      continue;
+    }
+    binds.push_back(parse_one(piece));
+  }
+  return binds;
+}
+
+BindSpec parse_mount(std::string_view text) {
+  BindSpec bind;
+  bool have_type = false;
+  for (const std::string& field : split_csv(text)) {
+    auto eq = field.find('=');
+    std::string key = field.substr(0, eq);
+    std::string value = eq == std::string::npos ? "" : field.substr(eq + 1);
+    if (key == "type") {
+      if (value != "bind") bad(text, "only type=bind is supported");
+      have_type = true;
+    } else if (key == "source" || key == "src") {
+      bind.source = value;
+    } else if (key == "destination" || key == "dst" || key == "target") {
+      bind.destination = value;
+    } else if (key == "ro" || key == "readonly") {
+      bind.read_only = eq == std::string::npos || value == "true" || value == "1";
+    } else if (key == "image-src") {
+      bind.image_source = value;
+    } else if (key == "id") {
+      bind.sif_id = parse_id(text, value);
+    } else if (key == "nonested") {
+      bind.nested = false;
+    } else if (key == "bind-propagation") {
+      bad(text, "bind-propagation is not supported");
+    } else {
+      bad(text, "unknown key \"" + key + "\"");
+    }
+  }
+  if (!have_type) bad(text, "type=bind is required");
+  if (bind.source.empty()) bad(text, "src= is required");
+  if (bind.destination.empty()) bad(text, "dst= is required");
+  check_destination(text, bind.destination);
+  return bind;
+}
+
+std::vector<BindSpec> binds_from_environment(const std::map<std::string, std::string>& environment) {
+  auto value_of = [&](const std::string& name) -> std::string {
+    for (const char* prefix : {"APPTAINER_", "SINGULARITY_"}) {
+      auto it = environment.find(prefix + name);
+      if (it != environment.end() && !it->second.empty()) return it->second;
+    }
+    return "";
+  };
+  std::vector<BindSpec> binds;
+  for (const char* name : {"BIND", "BINDPATH"}) {
+    std::string text = value_of(name);
+    if (text.empty()) continue;
+    auto more = with_context(std::string("$APPTAINER_") + name, [&] { return parse_bind_list(text); });
+    binds.insert(binds.end(), more.begin(), more.end());
+  }
+  return binds;
+}
+
+std::string format_bind_list(const std::vector<BindSpec>& binds) {
+  auto escape = [](const std::string& path) {
+    std::string out;
+    for (char c : path) {
+      if (c == ',' || c == ':') out += '\\';
+      out += c;
+    }
+    return out;
+  };
+  std::string out;
+  for (const BindSpec& bind : binds) {
+    if (!bind.nested) continue;
+    if (!out.empty()) out += ',';
+    out += escape(bind.source) + ":" + escape(bind.destination) + ":" + (bind.read_only ? "ro" : "rw");
+    if (bind.image_source) out += ",image-src=" + escape(*bind.image_source);
+    if (bind.sif_id) out += ",id=" + std::to_string(*bind.sif_id);
+  }
+  return out;
+}
+
+}  // namespace capsa::runtime

@@ -1,0 +1,37 @@
+#pragma once
+// Bind specifications as Singularity/Apptainer users write them:
+//   -B/--bind SRC[:DEST[:OPTS]][,SRC2...]   (OPTS: ro, rw, image-src=PATH, id=N; `\,` and `\:` escape)
+//   --mount type=bind,src=...,dst=...[,ro][,image-src=...][,id=N]   (CSV, quotes allowed)
+//   SINGULARITY_BIND / APPTAINER_BIND / *_BINDPATH   (same syntax as -B)
+// Reference: shared/reference/apptainer-and-sif.md §1.2 and §5.2.
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace capsa::runtime {
+
+struct BindSpec {
+  std::string source;       // host path (or, with image_source, the image file)
+  std::string destination;  // path inside the container
+  bool read_only = false;
+  std::optional<std::string> image_source;  // image-src=: a path inside the image file
+  std::optional<unsigned> sif_id;           // id=: a SIF data partition descriptor
+  bool nested = true;                       // false: --mount nonested (not passed on in APPTAINER_BIND)
+
+  bool operator==(const BindSpec&) const = default;
+};
+
+// One -B argument (possibly a comma-separated list). Throws FormatError naming the spec.
+std::vector<BindSpec> parse_bind_list(std::string_view text);
+// One --mount argument.
+BindSpec parse_mount(std::string_view text);
+// The binds requested through the environment, in Apptainer's order (APPTAINER_BIND,
+// then APPTAINER_BINDPATH; the SINGULARITY_ names when the APPTAINER_ ones are unset).
+std::vector<BindSpec> binds_from_environment(const std::map<std::string, std::string>& environment);
+// Back to the -B syntax, for APPTAINER_BIND inside the container (nested runs repeat it).
+std::string format_bind_list(const std::vector<BindSpec>& binds);
+
+}  // namespace capsa::runtime
