@@ -86,8 +86,7 @@ Cache::Cache(std::string root) : root_(std::move(root)) {
 Cache Cache::open_default() { return Cache(resolve_cache_location().root); }
 
 void Cache::warn_once_no_locking() {
-  if (warned_no_locking_) return;
-  warned_no_locking_ = true;
+  if (warned_no_locking_->exchange(true)) return;
   if (warn_)
     warn_("the filesystem of cache " + root_ +
           " refuses file locks (Lustre without -o flock?); concurrent pulls of one image will each download it");

@@ -10,10 +10,12 @@
 //  * `clean` removes only entries that nobody is producing or using.
 // Layout and policy: docs/cache.md.
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <ctime>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -58,8 +60,9 @@ class TempItem {
 class ProducerLock {
  public:
   const Key& key() const { return key_; }
-  // Where to write: created by the caller, resumable if a previous producer died. In a
-  // cache whose filesystem refuses locks this is a private name under tmp/.
+  // Where to write: created by the caller. It may hold what a killed producer wrote:
+  // resume it (a blob download) or open it with O_TRUNC (a conversion). In a cache whose
+  // filesystem refuses locks this is a fresh private name under tmp/.
   const std::string& partial_path() const { return partial_path_; }
   const std::string& final_path() const { return final_path_; }
   // False when the filesystem gives no locks: others may be producing the same entry.
@@ -126,6 +129,8 @@ struct CleanReport {
   std::uint64_t removed_bytes = 0;
 };
 
+// Methods may be called from several threads at once (parallel blob downloads): the
+// exclusion between them is the same per-entry lock as between processes.
 class Cache {
  public:
   // Opens the cache at `root`, creating it (mode 0700) and its layout as needed.
@@ -173,7 +178,7 @@ class Cache {
 
   std::string root_;
   std::function<void(const std::string&)> warn_;
-  bool warned_no_locking_ = false;
+  std::shared_ptr<std::atomic<bool>> warned_no_locking_ = std::make_shared<std::atomic<bool>>(false);
 };
 
 // Puts a copy of `source` at `destination` (mode `mode` minus umask): a reflink where

@@ -27,7 +27,7 @@ std::vector<std::string> names_in(const std::string& dir) {
   std::vector<std::string> names;
   DIR* handle = ::opendir(dir.c_str());
   if (handle == nullptr) {
-    if (errno == ENOENT) return names;
+    if (errno == ENOENT || errno == ENOTDIR) return names;  // absent, or a stray file where a directory goes
     throw_errno("listing " + dir);
   }
   while (const dirent* entry = ::readdir(handle)) {

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <thread>
 
 #include "cache/cache.hpp"
@@ -179,6 +180,30 @@ TEST(Race, WaiterWithATimeoutGivesUpNamingTheProducer) {
   EXPECT_EQ(wait_for(impatient), 0);
   EXPECT_EQ(count_lines(holder_seen_file), 1) << "on_wait is called once";
   EXPECT_NE(capsa::test::read_file(holder_seen_file).find(std::to_string(::getpid())), std::string::npos);
+}
+
+// Threads of one process exclude each other too (OFD locks; classic POSIX locks would
+// let them all in), as parallel downloads within one pull need.
+TEST(Race, ThreadsOfOneProcessProduceOnce) {
+  capsa::test::TempDir dir;
+  Cache cache(dir / "cache");
+  Production production;
+  production.producers_file = dir / "producers";
+  production.resumed_file = dir / "resumed";
+  std::atomic<int> complete{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 8; ++i)
+    threads.emplace_back([&] {
+      try {
+        EntryUse entry = cache.wait_or_produce(kBlob, [&](ProducerLock& lock) { produce(lock, production); });
+        complete += read_all(entry.fd()) == production.content;
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << e.what();
+      }
+    });
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(complete, 8);
+  EXPECT_EQ(count_lines(production.producers_file), 1);
 }
 
 TEST(Race, ReadersNeverSeeAPartialEntry) {
