@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <memory>
 #include <random>
 
 #include "cache/cache.hpp"
@@ -25,16 +26,15 @@ constexpr std::time_t kAbandonedAfter = 7 * 24 * 3600;
 // Names in `dir`; an absent directory has none.
 std::vector<std::string> names_in(const std::string& dir) {
   std::vector<std::string> names;
-  DIR* handle = ::opendir(dir.c_str());
-  if (handle == nullptr) {
+  std::unique_ptr<DIR, decltype(&::closedir)> handle(::opendir(dir.c_str()), &::closedir);
+  if (!handle) {
     if (errno == ENOENT || errno == ENOTDIR) return names;  // absent, or a stray file where a directory goes
     throw_errno("listing " + dir);
   }
-  while (const dirent* entry = ::readdir(handle)) {
+  while (const dirent* entry = ::readdir(handle.get())) {
     std::string name = entry->d_name;
     if (name != "." && name != "..") names.push_back(std::move(name));
   }
-  ::closedir(handle);
   std::sort(names.begin(), names.end());
   return names;
 }
