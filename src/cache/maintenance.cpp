@@ -26,7 +26,10 @@ constexpr std::time_t kAbandonedAfter = 7 * 24 * 3600;
 // Names in `dir`; an absent directory has none.
 std::vector<std::string> names_in(const std::string& dir) {
   std::vector<std::string> names;
-  std::unique_ptr<DIR, decltype(&::closedir)> handle(::opendir(dir.c_str()), &::closedir);
+  struct CloseDir {
+    void operator()(DIR* d) const { ::closedir(d); }
+  };
+  std::unique_ptr<DIR, CloseDir> handle(::opendir(dir.c_str()));
   if (!handle) {
     if (errno == ENOENT || errno == ENOTDIR) return names;  // absent, or a stray file where a directory goes
     throw_errno("listing " + dir);
