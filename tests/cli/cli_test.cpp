@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "support/process.hpp"
@@ -13,7 +14,7 @@ using test::run_process;
 TEST(Cli, HelpListsEveryCommand) {
   auto result = run_process({test::capsa_binary(), "--help"});
   EXPECT_EQ(result.exit_code, 0);
-  for (const char* command : {"sif", "inspect", "version", "help"})
+  for (const char* command : {"sif", "inspect", "version", "help", "exec", "run", "shell", "test", "run-help", "cache"})
     EXPECT_NE(result.out.find(command), std::string::npos) << command << " missing from:\n" << result.out;
 }
 
@@ -61,9 +62,9 @@ TEST(Cli, SingularityAndApptainerNamesBehaveIdentically) {
 }
 
 TEST(Cli, CommandsNotYetImplementedSaySoInOneLine) {
-  auto result = run_process({test::capsa_binary(), "exec", "image.sif", "true"});
+  auto result = run_process({test::capsa_binary(), "build", "image.sif", "recipe.def"});
   EXPECT_EQ(result.exit_code, 1);
-  EXPECT_EQ(result.err, "capsa: error: 'exec' is not implemented in this version of capsa yet; see `capsa --help`\n");
+  EXPECT_EQ(result.err, "capsa: error: 'build' is not implemented in this version of capsa yet; see `capsa --help`\n");
 }
 
 TEST(Cli, RunSingularityNameRunsTheImage) {
@@ -71,9 +72,23 @@ TEST(Cli, RunSingularityNameRunsTheImage) {
   test::TempDir dir;
   std::string link = dir / "run-singularity";
   ASSERT_EQ(::symlink(test::capsa_binary().c_str(), link.c_str()), 0);
-  auto result = run_process({link, "image.sif"});
-  EXPECT_EQ(result.exit_code, 1);
-  EXPECT_NE(result.err.find("'run' is not implemented"), std::string::npos) << result.err;
+  auto result = run_process({link, test::sif_fixture("real/busybox_amd64.sif"), "echo", "ran"}, "", 60);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.out, "ran\n");
+}
+
+TEST(Cli, ASifFileIsExecutable) {
+  // `./image.sif ARGS`: the kernel runs the launch line, /usr/bin/env finds run-singularity.
+  test::TempDir dir;
+  std::string bin = dir / "bin";
+  ASSERT_EQ(::mkdir(bin.c_str(), 0755), 0);
+  ASSERT_EQ(::symlink(test::capsa_binary().c_str(), (bin + "/run-singularity").c_str()), 0);
+  std::string image = dir / "busybox.sif";
+  ASSERT_EQ(run_process({"cp", test::sif_fixture("real/busybox_amd64.sif"), image}).exit_code, 0);
+  ASSERT_EQ(::chmod(image.c_str(), 0755), 0);
+  auto result = run_process({"env", "PATH=" + bin + ":/usr/bin:/bin", image, "echo", "launched"}, "", 60);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.out, "launched\n");
 }
 
 }  // namespace

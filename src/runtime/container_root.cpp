@@ -1,0 +1,256 @@
+#include "runtime/container_root.hpp"
+
+#include <fcntl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <fstream>
+
+#include "util/error.hpp"
+#include "util/fd.hpp"
+
+namespace capsa::runtime {
+namespace {
+
+constexpr int kMaxSymlinkHops = 40;
+
+// Opens `path` (absolute, inside the container) relative to `root_fd`, following symlinks
+// as the container would: an absolute link restarts at root_fd, ".." stops at it. Returns
+// -1 with errno when a component is missing. Hand-written because openat2(RESOLVE_IN_ROOT)
+// needs Linux 5.6 and clusters still run older kernels.
+int open_in_root(int root_fd, const std::string& path, int final_flags) {
+  std::vector<std::string> pending;
+  auto push_components = [&](const std::string& p) {
+    std::vector<std::string> parts;
+    std::size_t start = 0;
+    while (start <= p.size()) {
+      std::size_t end = p.find('/', start);
+      if (end == std::string::npos) end = p.size();
+      if (end > start) parts.push_back(p.substr(start, end - start));
+      start = end + 1;
+    }
+    pending.insert(pending.end(), parts.rbegin(), parts.rend());
+  };
+  push_components(path);
+  std::vector<UniqueFd> stack;  // opened directories from the root down
+  auto current = [&] { return stack.empty() ? root_fd : stack.back().get(); };
+  int hops = 0;
+  while (!pending.empty()) {
+    std::string name = pending.back();
+    pending.pop_back();
+    if (name == ".") continue;
+    if (name == "..") {
+      if (!stack.empty()) stack.pop_back();
+      continue;
+    }
+    bool last = pending.empty();
+    int fd = ::openat(current(), name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return -1;
+    UniqueFd opened(fd);
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) return -1;
+    if (S_ISLNK(st.st_mode)) {
+      if (++hops > kMaxSymlinkHops) {
+        errno = ELOOP;
+        return -1;
+      }
+      char target[4096];
+      ssize_t n = ::readlinkat(current(), name.c_str(), target, sizeof target - 1);
+      if (n < 0) return -1;
+      std::string link(target, static_cast<std::size_t>(n));
+      if (!link.empty() && link[0] == '/') stack.clear();
+      push_components(link);
+      continue;
+    }
+    if (last) {
+      if (final_flags == O_PATH) return opened.release();
+      return ::openat(current(), name.c_str(), final_flags | O_NOFOLLOW | O_CLOEXEC);
+    }
+    if (!S_ISDIR(st.st_mode)) {
+      errno = ENOTDIR;
+      return -1;
+    }
+    stack.push_back(std::move(opened));
+  }
+  return ::fcntl(current(), F_DUPFD_CLOEXEC, 0);
+}
+
+std::string fd_path(int fd) { return "/proc/self/fd/" + std::to_string(fd); }
+
+// Creates `path` (and its parents) under `dir`, as a directory or an empty file.
+void create_point(const std::string& dir, const std::string& path, bool directory) {
+  std::string current = dir;
+  std::size_t start = 1;
+  while (start <= path.size()) {
+    std::size_t end = path.find('/', start);
+    if (end == std::string::npos) end = path.size();
+    current += "/" + path.substr(start, end - start);
+    bool last = end == path.size();
+    if (last && !directory) {
+      int fd = ::open(current.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+      if (fd < 0 && errno != EEXIST) throw_errno("creating mount point " + path);
+      if (fd >= 0) ::close(fd);
+    } else if (::mkdir(current.c_str(), 0755) != 0 && errno != EEXIST) {
+      throw_errno("creating mount point " + path);
+    }
+    start = end + 1;
+  }
+}
+
+bool host_path_exists(const std::string& path, bool* is_dir) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return false;
+  *is_dir = S_ISDIR(st.st_mode);
+  return true;
+}
+
+// Mount targets the image lacks are made in session/points, which the overlay lays
+// over the image. A target whose parent is not a directory in the image is left out.
+void prepare_points(const std::string& image, const std::string& points, std::vector<MountStep>& steps) {
+  UniqueFd image_fd = open_file(image, O_PATH | O_DIRECTORY);
+  for (MountStep& step : steps) {
+    if (step.kind == MountStep::Kind::Bind || step.kind == MountStep::Kind::RecursiveBind) {
+      bool is_dir = false;
+      if (!host_path_exists(step.source, &is_dir)) {
+        if (step.required) throw Error("bind source " + step.source + " does not exist on the host");
+        continue;
+      }
+      step.directory = is_dir;
+    }
+    int fd = open_in_root(image_fd.get(), step.target, O_PATH);
+    if (fd >= 0) {
+      ::close(fd);
+      continue;
+    }
+    create_point(points, step.target, step.directory);
+  }
+}
+
+// Read-only remount of a bind keeps the flags the kernel locked on the original mount
+// (in a user namespace nosuid/nodev/noexec cannot be dropped, and must be repeated).
+void remount_read_only(const std::string& target) {
+  struct statvfs sv {};
+  unsigned long flags = MS_BIND | MS_REMOUNT | MS_RDONLY;
+  if (::statvfs(target.c_str(), &sv) == 0) {
+    if (sv.f_flag & ST_NOSUID) flags |= MS_NOSUID;
+    if (sv.f_flag & ST_NODEV) flags |= MS_NODEV;
+    if (sv.f_flag & ST_NOEXEC) flags |= MS_NOEXEC;
+  }
+  if (::mount(nullptr, target.c_str(), nullptr, flags, nullptr) != 0) throw_errno("making " + target + " read-only");
+}
+
+// A target below an earlier mount (say /dev/shm on the --contain /dev tmpfs) cannot be
+// prepared in the image: create it now, in the parent that mount provides.
+void create_below_mount(int root_fd, const MountStep& step) {
+  auto slash = step.target.find_last_of('/');
+  std::string parent = step.target.substr(0, slash), name = step.target.substr(slash + 1);
+  UniqueFd dir(open_in_root(root_fd, parent.empty() ? "/" : parent, O_RDONLY | O_DIRECTORY));
+  if (!dir || name.empty()) return;
+  if (step.directory) {
+    ::mkdirat(dir.get(), name.c_str(), 0755);
+  } else {
+    int fd = ::openat(dir.get(), name.c_str(), O_CREAT | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd >= 0) ::close(fd);
+  }
+}
+
+void apply_step(int root_fd, const std::string& session, const MountStep& step) {
+  if (step.kind == MountStep::Kind::Bind || step.kind == MountStep::Kind::RecursiveBind) {
+    bool is_dir = false;
+    if (!host_path_exists(step.source, &is_dir)) return;  // optional and absent (checked before)
+  }
+  UniqueFd target(open_in_root(root_fd, step.target, O_PATH));
+  if (!target) create_below_mount(root_fd, step);
+  if (!target) target.reset(open_in_root(root_fd, step.target, O_PATH));
+  if (!target) {
+    if (!step.required) return;
+    throw_errno("mount point " + step.target + " in the container");
+  }
+  std::string where = fd_path(target.get());
+  switch (step.kind) {
+    case MountStep::Kind::Bind:
+    case MountStep::Kind::RecursiveBind: {
+      unsigned long flags = MS_BIND | (step.kind == MountStep::Kind::RecursiveBind ? MS_REC : 0);
+      if (::mount(step.source.c_str(), where.c_str(), nullptr, flags, nullptr) != 0)
+        throw_errno("binding " + step.source + " to " + step.target);
+      if (step.read_only) {
+        // The fd still names the covered directory; the new mount is found by path again.
+        UniqueFd mounted(open_in_root(root_fd, step.target, O_PATH));
+        if (!mounted) throw_errno("finding the bind at " + step.target);
+        remount_read_only(fd_path(mounted.get()));
+      }
+      break;
+    }
+    case MountStep::Kind::Tmpfs:
+      if (::mount("tmpfs", where.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") != 0)
+        throw_errno("mounting a tmpfs at " + step.target);
+      break;
+    case MountStep::Kind::SessionFile: {
+      std::string source = session + "/files/" + step.source;
+      if (::mount(source.c_str(), where.c_str(), nullptr, MS_BIND, nullptr) != 0)
+        throw_errno("binding the generated " + step.target);
+      break;
+    }
+  }
+}
+
+void write_file(const std::string& path, const std::string& content) {
+  std::ofstream out(path, std::ios::binary);
+  out << content;
+  if (!out) throw Error("cannot write " + path);
+}
+
+void enter_root(const std::string& root) {
+  if (::chdir(root.c_str()) != 0) throw_errno("entering " + root);
+  // pivot_root(".", ".") stacks the old root on top of the new one; detaching it leaves
+  // the container with nothing of the host but what was bound in.
+  if (::syscall(SYS_pivot_root, ".", ".") != 0) throw_errno("pivot_root into the container");
+  if (::umount2(".", MNT_DETACH) != 0) throw_errno("detaching the host root");
+  if (::chdir("/") != 0) throw_errno("chdir /");
+}
+
+}  // namespace
+
+std::string read_image_file(const std::string& image_root, const std::string& path) {
+  UniqueFd root = open_file(image_root, O_PATH | O_DIRECTORY);
+  UniqueFd fd(open_in_root(root.get(), path, O_RDONLY));
+  if (!fd) return "";
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > (4 << 20)) return "";
+  return read_whole_file(fd_path(fd.get()));
+}
+
+void build_root_and_enter(const RootLayout& layout, const std::vector<MountStep>& plan,
+                          const std::vector<std::pair<std::string, std::string>>& session_files) {
+  const std::string image = layout.session + "/image";
+  const std::string points = layout.session + "/points";
+  const std::string root = layout.session + "/root";
+  for (const char* dir : {"/points", "/root", "/files", "/upper", "/work"})
+    if (::mkdir((layout.session + dir).c_str(), 0755) != 0 && errno != EEXIST) throw_errno("session directory");
+  for (const auto& [name, content] : session_files) write_file(layout.session + "/files/" + name, content);
+
+  std::vector<MountStep> steps = plan;
+  prepare_points(image, points, steps);
+
+  std::string options = "lowerdir=" + points + ":" + image;
+  unsigned long flags = MS_NOSUID | MS_NODEV;
+  if (layout.writable_tmpfs) {
+    options += ",upperdir=" + layout.session + "/upper,workdir=" + layout.session + "/work";
+    if (!layout.privileged) options += ",userxattr";  // unprivileged overlay keeps its metadata in user.* xattrs
+  } else {
+    flags |= MS_RDONLY;
+  }
+  if (::mount("overlay", root.c_str(), "overlay", flags, options.c_str()) != 0)
+    throw_errno("mounting the container's overlay (" + std::string(layout.writable_tmpfs ? "--writable-tmpfs" : "read-only") + ")");
+
+  UniqueFd root_fd = open_file(root, O_PATH | O_DIRECTORY);
+  for (const MountStep& step : steps) apply_step(root_fd.get(), layout.session, step);
+  root_fd.reset();
+  enter_root(root);
+}
+
+}  // namespace capsa::runtime

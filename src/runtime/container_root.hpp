@@ -1,0 +1,31 @@
+#pragma once
+// Assembles the container's root file system in the session tmpfs and enters it:
+//   session/image   the image (squashfs, read-only)
+//   session/points  empty directories and files where the image lacks a mount target
+//   session/upper   (--writable-tmpfs) where writes go
+//   session/root    overlay of points over image (over upper), then every MountStep
+// then pivot_root into session/root. Every target is resolved inside the new root, so a
+// symlink in the image can never redirect a mount onto the host.
+#include <string>
+#include <vector>
+
+#include "runtime/mount_plan.hpp"
+
+namespace capsa::runtime {
+
+struct RootLayout {
+  std::string session;       // a tmpfs mounted for this container
+  bool writable_tmpfs = false;
+  bool privileged = false;   // real root: may mount proc/tmpfs without a user namespace
+};
+
+// session/image must already hold the image. `session_files` maps a SessionFile step's
+// source name to its contents (passwd, group). Leaves the process inside the new root
+// with "/" as its working directory.
+void build_root_and_enter(const RootLayout& layout, const std::vector<MountStep>& steps,
+                          const std::vector<std::pair<std::string, std::string>>& session_files);
+
+// Reads a small file of the image at `path` (resolved inside `image_root`); "" when absent.
+std::string read_image_file(const std::string& image_root, const std::string& path);
+
+}  // namespace capsa::runtime

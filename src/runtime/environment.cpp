@@ -1,0 +1,130 @@
+#include "runtime/environment.hpp"
+
+#include <sstream>
+
+#include "util/error.hpp"
+#include "util/fd.hpp"
+
+extern char** environ;
+
+namespace capsa::runtime {
+namespace {
+
+constexpr const char* kDefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
+
+// Variables never taken from the host: the container sets its own, or they would point
+// at host paths that mean nothing inside.
+bool host_only(const std::string& name) {
+  return name == "HOME" || name == "PATH" || name == "LD_LIBRARY_PATH" || name == "PS1" ||
+         starts_with(name, "APPTAINER_") || starts_with(name, "SINGULARITY_") || starts_with(name, "APPTAINERENV_") ||
+         starts_with(name, "SINGULARITYENV_");
+}
+
+// --cleanenv still passes the terminal and the proxies (Apptainer's list).
+bool kept_when_clean(const std::string& name) {
+  static const char* kept[] = {"TERM", "http_proxy", "https_proxy", "no_proxy", "all_proxy", "ftp_proxy",
+                               "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY", "FTP_PROXY"};
+  for (const char* k : kept)
+    if (name == k) return true;
+  return false;
+}
+
+bool valid_name(const std::string& name) {
+  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return false;
+  for (char c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  return true;
+}
+
+void inject(ComposedEnvironment& out, const std::string& name, const std::string& value, const std::string& from) {
+  if (!valid_name(name)) throw Error(from + ": \"" + name + "\" is not a valid variable name");
+  if (name == "HOME" || name == "APPTAINER_SHELL" || name == "SINGULARITY_SHELL" || name == "APPTAINER_APPNAME" ||
+      name == "SINGULARITY_APPNAME") {
+    out.warnings.push_back("not setting " + name + " from " + from + ": it is set by capsa");
+    return;
+  }
+  out.injected[name] = value;
+}
+
+void inject_assignment(ComposedEnvironment& out, const std::string& text, const std::string& from) {
+  auto eq = text.find('=');
+  if (eq == std::string::npos) throw Error(from + ": \"" + text + "\" is not NAME=VALUE");
+  inject(out, text.substr(0, eq), text.substr(eq + 1), from);
+}
+
+std::string unquote(std::string value) {
+  if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'') && value.back() == value.front())
+    return value.substr(1, value.size() - 2);
+  return value;
+}
+
+}  // namespace
+
+ComposedEnvironment compose_environment(const EnvRequest& r) {
+  ComposedEnvironment out;
+  for (const auto& [name, value] : r.host) {
+    if (r.clean ? kept_when_clean(name) : !host_only(name)) out.process[name] = value;
+  }
+  if (r.clean) out.process["LANG"] = "C";
+  out.process["HOME"] = r.home;
+  out.process["PATH"] = kDefaultPath;
+  std::string name = r.image_path.substr(r.image_path.find_last_of('/') + 1);
+  for (const char* prefix : {"APPTAINER_", "SINGULARITY_"}) {
+    std::string p = prefix;
+    out.process[p + "CONTAINER"] = r.image_path;
+    out.process[p + "NAME"] = name;
+    out.process[p + "COMMAND"] = r.command;
+    out.process[p + "ENVIRONMENT"] = "/.singularity.d/env/91-environment.sh";
+    if (!r.binds.empty()) out.process[p + "BIND"] = r.binds;
+  }
+
+  // SINGULARITYENV_ first so that APPTAINERENV_ wins, then files, then --env (last wins).
+  for (const char* prefix : {"SINGULARITYENV_", "APPTAINERENV_"})
+    for (const auto& [var, value] : r.host)
+      if (starts_with(var, prefix) && var.size() > std::string(prefix).size())
+        inject(out, var.substr(std::string(prefix).size()), value, var);
+  for (const std::string& file : r.env_files) {
+    std::istringstream in(read_whole_file(file));
+    for (std::string line; std::getline(in, line);) {
+      line.erase(0, line.find_first_not_of(" \t"));
+      if (line.empty() || line[0] == '#') continue;
+      if (starts_with(line, "export ")) line = line.substr(7);
+      auto eq = line.find('=');
+      if (eq == std::string::npos) throw Error("--env-file " + file + ": \"" + line + "\" is not NAME=VALUE");
+      inject(out, line.substr(0, eq), unquote(line.substr(eq + 1)), "--env-file " + file);
+    }
+  }
+  for (const std::string& arg : r.env_args) inject_assignment(out, arg, "--env");
+  return out;
+}
+
+std::string injection_script(const EnvMap& injected) {
+  std::string out;
+  for (const auto& [name, value] : injected) {
+    std::string quoted = "'";
+    for (char c : value) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    quoted += "'";
+    out += "export " + name + "=" + quoted + "\n";
+  }
+  return out;
+}
+
+EnvMap current_environment() {
+  EnvMap env;
+  for (char** e = environ; e && *e; ++e) {
+    std::string entry(*e);
+    auto eq = entry.find('=');
+    if (eq != std::string::npos) env[entry.substr(0, eq)] = entry.substr(eq + 1);
+  }
+  return env;
+}
+
+std::vector<std::string> to_envp(const EnvMap& env) {
+  std::vector<std::string> out;
+  for (const auto& [name, value] : env) out.push_back(name + "=" + value);
+  return out;
+}
+
+}  // namespace capsa::runtime

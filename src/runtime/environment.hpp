@@ -1,0 +1,41 @@
+#pragma once
+// The environment a container's process starts with, composed as Apptainer does
+// (shared/reference/apptainer-and-sif.md §3.4): the host's variables (or almost none with
+// --cleanenv), HOME and a default PATH, the APPTAINER_/SINGULARITY_ variables that
+// describe the container, and the variables the user injects (APPTAINERENV_X,
+// SINGULARITYENV_X, --env, --env-file), which are applied after the image's own
+// environment scripts so that they win.
+#include <map>
+#include <string>
+#include <vector>
+
+namespace capsa::runtime {
+
+using EnvMap = std::map<std::string, std::string>;
+
+struct EnvRequest {
+  EnvMap host;                       // the caller's environment
+  bool clean = false;                // --cleanenv / --containall
+  std::vector<std::string> env_args; // --env K=V (each may hold a comma list)
+  std::vector<std::string> env_files;// --env-file paths (contents: K=V lines)
+  std::string home;                  // HOME inside
+  std::string image_path;            // absolute path of the image
+  std::string command;               // exec, run, shell, test
+  std::string binds;                 // APPTAINER_BIND value for nested runs
+};
+
+struct ComposedEnvironment {
+  EnvMap process;   // what the process starts with
+  EnvMap injected;  // applied after the image's environment scripts
+  std::vector<std::string> warnings;
+};
+
+ComposedEnvironment compose_environment(const EnvRequest& request);
+
+// `export K='V'` lines (single-quoted, no evaluation) for the injected variables.
+std::string injection_script(const EnvMap& injected);
+
+EnvMap current_environment();
+std::vector<std::string> to_envp(const EnvMap& env);
+
+}  // namespace capsa::runtime

@@ -1,0 +1,33 @@
+#pragma once
+// `capsa exec|run|shell|test IMAGE [ARGS...]`: image -> namespaces -> mounts -> exec.
+// The command replaces capsa (no supervisor process), so its exit status and signals are
+// its own; the only helper that may live on, the FUSE server, dies with it.
+#include <string>
+#include <vector>
+
+#include "runtime/bind_spec.hpp"
+
+namespace capsa::runtime {
+
+struct ActionRequest {
+  std::string action;              // exec, run, shell, test
+  std::string image;               // a SIF file or a sandbox directory
+  std::vector<std::string> args;   // the command (exec) or the arguments (run, test, shell)
+  std::vector<BindSpec> binds;
+  std::string home;                // --home SRC[:DEST]; empty: the caller's home
+  std::string pwd;                 // --pwd: working directory inside
+  std::string workdir;             // --workdir
+  std::string shell;               // --shell for `shell`
+  std::vector<std::string> env_args;
+  std::vector<std::string> env_files;
+  bool contain = false;
+  bool cleanenv = false;
+  bool no_home = false;
+  bool writable_tmpfs = false;
+  bool debug = false;              // print the mount plan
+};
+
+// Never returns: execs the command, or throws before anything was changed on the host.
+[[noreturn]] void launch(const ActionRequest& request);
+
+}  // namespace capsa::runtime

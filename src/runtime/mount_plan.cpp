@@ -1,0 +1,102 @@
+#include "runtime/mount_plan.hpp"
+
+namespace capsa::runtime {
+namespace {
+
+bool is_under(const std::string& path, const std::string& dir) {
+  if (dir == "/") return true;
+  return path == dir || (path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 && path[dir.size()] == '/');
+}
+
+MountStep bind(std::string source, std::string target, bool read_only = false) {
+  MountStep step;
+  step.source = std::move(source);
+  step.target = std::move(target);
+  step.read_only = read_only;
+  return step;
+}
+
+MountStep host_file(const std::string& path) {
+  MountStep step = bind(path, path);
+  step.directory = false;
+  step.required = false;
+  return step;
+}
+
+}  // namespace
+
+std::vector<MountStep> plan_mounts(const MountRequest& r) {
+  std::vector<MountStep> steps;
+  auto add = [&](MountStep step) { steps.push_back(std::move(step)); };
+
+  // The host's devices stay visible (GPUs, InfiniBand) unless contained.
+  add(MountStep{MountStep::Kind::RecursiveBind, "/proc", "/proc"});
+  add(MountStep{MountStep::Kind::RecursiveBind, "/sys", "/sys"});
+  if (r.contain) {
+    add(MountStep{MountStep::Kind::Tmpfs, "", "/dev"});
+    for (const char* device : {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"}) {
+      MountStep step = host_file(device);
+      add(step);
+    }
+    add(MountStep{MountStep::Kind::RecursiveBind, "/dev/pts", "/dev/pts", false, true, false});
+    add(MountStep{MountStep::Kind::Tmpfs, "", "/dev/shm"});
+  } else {
+    add(MountStep{MountStep::Kind::RecursiveBind, "/dev", "/dev"});
+  }
+
+  for (const char* file : {"/etc/hosts", "/etc/localtime", "/etc/resolv.conf"}) add(host_file(file));
+
+  if (!r.no_home) {
+    if (!r.contain) add(bind(r.home_source, r.home_destination));
+    else if (!r.workdir.empty()) add(bind(r.workdir + "/home", r.home_destination));
+    else add(MountStep{MountStep::Kind::Tmpfs, "", r.home_destination});
+  }
+
+  for (const BindSpec& b : r.binds) add(bind(b.source, b.destination, b.read_only));
+
+  if (!r.contain) {
+    add(bind("/tmp", "/tmp"));
+    add(bind("/var/tmp", "/var/tmp"));
+  } else if (!r.workdir.empty()) {
+    add(bind(r.workdir + "/tmp", "/tmp"));
+    add(bind(r.workdir + "/var_tmp", "/var/tmp"));
+  } else {
+    add(MountStep{MountStep::Kind::Tmpfs, "", "/tmp"});
+    add(MountStep{MountStep::Kind::Tmpfs, "", "/var/tmp"});
+  }
+
+  for (const char* file : {"/etc/passwd", "/etc/group"}) {
+    MountStep step{MountStep::Kind::SessionFile, std::string(file).substr(5), file};
+    step.directory = false;
+    add(step);
+  }
+
+  // The working directory appears at the same path, unless a mount above already shows it.
+  bool cwd_visible = r.cwd.empty() || r.cwd == "/";
+  for (const MountStep& step : steps)
+    if (step.kind != MountStep::Kind::SessionFile && is_under(r.cwd, step.target) && step.directory) cwd_visible = true;
+  if (!cwd_visible && !r.contain) {
+    MountStep step = bind(r.cwd, r.cwd);
+    step.required = false;
+    add(step);
+  }
+  return steps;
+}
+
+std::string describe(const std::vector<MountStep>& steps) {
+  std::string out;
+  for (const MountStep& s : steps) {
+    switch (s.kind) {
+      case MountStep::Kind::Bind: out += "bind " + s.source + " -> " + s.target; break;
+      case MountStep::Kind::RecursiveBind: out += "rbind " + s.source + " -> " + s.target; break;
+      case MountStep::Kind::Tmpfs: out += "tmpfs -> " + s.target; break;
+      case MountStep::Kind::SessionFile: out += "generated " + s.source + " -> " + s.target; break;
+    }
+    if (s.read_only) out += " (ro)";
+    if (!s.required) out += " (if present)";
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace capsa::runtime

@@ -1,0 +1,44 @@
+#pragma once
+// What a container sees, as data: the list of mounts placed over the image root, built
+// from the options and the host's state by a pure function, so it can be tested without
+// privileges and printed with --debug. shared/reference/apptainer-and-sif.md §5.1, §5.3.
+#include <string>
+#include <vector>
+
+#include "runtime/bind_spec.hpp"
+
+namespace capsa::runtime {
+
+struct MountStep {
+  enum class Kind {
+    Bind,           // source (host path) at target
+    RecursiveBind,  // the same with every mount below source (/proc, /sys, /dev)
+    Tmpfs,          // a fresh tmpfs at target
+    SessionFile,    // a file capsa generated (passwd, group): source names it in the session
+  };
+  Kind kind = Kind::Bind;
+  std::string source;
+  std::string target;  // absolute path inside the container
+  bool read_only = false;
+  bool directory = true;   // what to create in the image when target is missing
+  bool required = true;    // false: skipped when the source does not exist on the host
+
+  bool operator==(const MountStep&) const = default;
+};
+
+struct MountRequest {
+  std::string home_source;       // the caller's home on the host
+  std::string home_destination;  // where it appears (--home SRC:DEST), usually the same
+  std::string cwd;               // the caller's working directory
+  std::vector<BindSpec> binds;   // -B/--mount/APPTAINER_BIND, in order
+  bool contain = false;          // --contain / --containall
+  bool no_home = false;          // --no-home
+  std::string workdir;           // --workdir: backs /tmp, /var/tmp (and home with --contain)
+};
+
+std::vector<MountStep> plan_mounts(const MountRequest& request);
+
+// One line per step, for --debug: "bind /scratch/data -> /data (ro)".
+std::string describe(const std::vector<MountStep>& steps);
+
+}  // namespace capsa::runtime

@@ -1,0 +1,23 @@
+#pragma once
+// The namespaces a container gets. Root: a private mount namespace. Anyone else: a user
+// namespace in which they keep their own uid and gid (no root inside, no setuid helper),
+// plus a mount namespace. Network, IPC and PID namespaces stay the host's: MPI and NCCL
+// need them (shared/reference/apptainer-and-sif.md §5.7, test-infrastructure-notes.md).
+#include <sys/types.h>
+
+namespace capsa::runtime {
+
+struct Identity {
+  uid_t uid;
+  gid_t gid;
+};
+
+// Must be called while the process has one thread (unshare(CLONE_NEWUSER) requires it).
+// Afterwards the process holds every capability inside the new namespaces until it
+// execs the command (which, not being uid 0 there, keeps none).
+void enter_container_namespaces(const Identity& caller);
+
+// Stops mount events from propagating back to the host.
+void make_mounts_private();
+
+}  // namespace capsa::runtime

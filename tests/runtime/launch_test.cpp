@@ -1,0 +1,154 @@
+// capsa exec/run/shell on a real SIF (the Singularity-pulled busybox image), for real:
+// namespaces, FUSE or loop mounts, overlay and binds. The suite runs as root and as the
+// unprivileged test user, so both mechanisms are exercised.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "support/process.hpp"
+#include "support/temp_dir.hpp"
+#include "support/test_env.hpp"
+
+namespace capsa::runtime {
+namespace {
+
+using test::run_process;
+
+std::string busybox() { return test::sif_fixture("real/busybox_amd64.sif"); }
+
+test::ProcessResult capsa(std::vector<std::string> args) {
+  args.insert(args.begin(), test::capsa_binary());
+  return run_process(args, "", 60);
+}
+
+std::string mount_table() { return test::read_file("/proc/self/mountinfo"); }
+
+// Live FUSE servers serving `image` (zombies have no arguments left to match).
+int servers_for(const std::string& image) {
+  auto result = run_process({"ps", "-o", "args=", "-u", std::to_string(::getuid())});
+  std::istringstream lines(result.out);
+  int live = 0;
+  for (std::string line; std::getline(lines, line);)
+    if (line.find("squashfuse_ll") != std::string::npos && line.find(image) != std::string::npos) ++live;
+  return live;
+}
+
+TEST(Launch, CommandRunsAsTheCallerInTheCallersDirectory) {
+  test::TempDir dir;
+  ASSERT_EQ(::chdir(dir.path().c_str()), 0);
+  auto result = capsa({"exec", busybox(), "sh", "-c", "id -u; id -g; pwd"});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.out, std::to_string(::getuid()) + "\n" + std::to_string(::getgid()) + "\n" + dir.path() + "\n");
+  ASSERT_EQ(::chdir("/"), 0);
+}
+
+TEST(Launch, ExitStatusIsTheCommands) {
+  EXPECT_EQ(capsa({"exec", busybox(), "sh", "-c", "exit 7"}).exit_code, 7);
+  auto missing = capsa({"exec", busybox(), "no-such-command"});
+  EXPECT_EQ(missing.exit_code, 127) << missing.err;
+}
+
+TEST(Launch, TheCallerIsKnownToTheContainersUserDatabase) {
+  auto result = capsa({"exec", busybox(), "sh", "-c", "whoami; grep -c '^root:' /etc/passwd"});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  std::string me = run_process({"id", "-un"}).out;
+  EXPECT_EQ(result.out, me + "1\n");
+}
+
+TEST(Launch, BindsAreVisibleAndReadOnlyBindsCannotBeWritten) {
+  test::TempDir dir;
+  dir.write("input.txt", "payload\n");
+  auto result = capsa({"exec", "-B", dir.path() + ":/data/in:ro", busybox(), "sh", "-c",
+                       "cat /data/in/input.txt; touch /data/in/new 2>/dev/null && echo WROTE || echo REFUSED"});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.out, "payload\nREFUSED\n");
+  auto rw = capsa({"exec", "--bind", dir.path() + ":/out", busybox(), "sh", "-c", "echo made > /out/made.txt"});
+  EXPECT_EQ(rw.exit_code, 0) << rw.err;
+  EXPECT_EQ(test::read_file(dir / "made.txt"), "made\n");
+}
+
+TEST(Launch, BindsFromTheEnvironmentApply) {
+  test::TempDir dir;
+  dir.write("f", "env-bind\n");
+  auto result = run_process({"env", "SINGULARITY_BIND=" + dir.path() + ":/from-env", test::capsa_binary(), "exec",
+                             busybox(), "cat", "/from-env/f"},
+                            "", 60);
+  EXPECT_EQ(result.out, "env-bind\n") << result.err;
+}
+
+TEST(Launch, EnvironmentInjectionAndCleanenv) {
+  auto result = run_process({"env", "CAPSA_HOST_VAR=host", "APPTAINERENV_INJECTED=yes", test::capsa_binary(), "exec",
+                             "--env", "FROM_FLAG=a b", busybox(), "sh", "-c",
+                             "echo \"$CAPSA_HOST_VAR|$INJECTED|$FROM_FLAG|$APPTAINER_NAME\""},
+                            "", 60);
+  EXPECT_EQ(result.out, "host|yes|a b|busybox_amd64.sif\n") << result.err;
+  auto clean = run_process({"env", "CAPSA_HOST_VAR=host", test::capsa_binary(), "exec", "--cleanenv", busybox(), "sh",
+                            "-c", "echo \"[$CAPSA_HOST_VAR]\""},
+                           "", 60);
+  EXPECT_EQ(clean.out, "[]\n") << clean.err;
+}
+
+TEST(Launch, ContainHidesHostTmpAndHome) {
+  test::TempDir dir;  // under the host's /tmp
+  auto result = capsa({"exec", "--contain", busybox(), "sh", "-c", "ls -A /tmp | wc -l; ls /dev | wc -l"});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  std::istringstream lines(result.out);
+  int tmp_entries = -1, dev_entries = -1;
+  lines >> tmp_entries >> dev_entries;
+  EXPECT_EQ(tmp_entries, 0);
+  EXPECT_LT(dev_entries, 12) << "a minimal /dev";
+}
+
+TEST(Launch, ImageIsReadOnlyUnlessWritableTmpfsAndWritesAreDiscarded) {
+  auto ro = capsa({"exec", busybox(), "sh", "-c", "touch /newfile 2>/dev/null && echo WROTE || echo REFUSED"});
+  EXPECT_EQ(ro.out, "REFUSED\n") << ro.err;
+  auto rw = capsa({"exec", "--writable-tmpfs", busybox(), "sh", "-c", "echo x > /newfile && cat /newfile"});
+  EXPECT_EQ(rw.out, "x\n") << rw.err;
+  auto again = capsa({"exec", busybox(), "sh", "-c", "test -e /newfile && echo KEPT || echo GONE"});
+  EXPECT_EQ(again.out, "GONE\n");
+}
+
+TEST(Launch, RunShellAndTestActions) {
+  EXPECT_EQ(capsa({"run", busybox(), "echo", "from-run"}).out, "from-run\n");
+  auto shell = run_process({test::capsa_binary(), "shell", busybox()}, "echo from-shell\n", 60);
+  EXPECT_EQ(shell.out, "from-shell\n") << shell.err;
+  auto tested = capsa({"test", busybox()});
+  EXPECT_EQ(tested.exit_code, 0) << "an image without a test script passes";
+}
+
+TEST(Launch, NothingIsLeftBehind) {
+  // A private copy, so that this container's server and loop device can be told apart
+  // from those of other suites running at the same time.
+  test::TempDir dir;
+  std::string image = dir / "leak-check.sif";
+  ASSERT_EQ(run_process({"cp", busybox(), image}).exit_code, 0);
+  std::string before = mount_table();
+  auto result = capsa({"exec", image, "true"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(mount_table(), before) << "no mount leaks into the caller's namespace";
+  for (int i = 0; i < 50 && servers_for(image) > 0; ++i) ::usleep(100000);
+  EXPECT_EQ(servers_for(image), 0) << "the FUSE server died with the container";
+  if (::geteuid() == 0) {
+    auto loops = run_process({"losetup", "-j", image});
+    EXPECT_EQ(loops.out, "") << "the loop device was released";
+  }
+}
+
+TEST(Launch, BadImagesGiveOneClearLine) {
+  test::TempDir dir;
+  std::string junk = dir.write("junk.sif", std::string(4096, 'x'));
+  auto result = capsa({"exec", junk, "true"});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_EQ(result.err, "capsa: error: " + junk + ": not a SIF image (no SIF_MAGIC at byte 32)\n");
+  auto ext3 = capsa({"exec", test::sif_fixture("images/one-group-signed-legacy.sif"), "true"});
+  EXPECT_EQ(ext3.exit_code, 1);
+  EXPECT_NE(ext3.err.find("not squashfs"), std::string::npos) << ext3.err;
+  auto missing = capsa({"exec", dir / "missing.sif", "true"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.err.find("No such file or directory"), std::string::npos) << missing.err;
+}
+
+}  // namespace
+}  // namespace capsa::runtime
