@@ -28,4 +28,8 @@ step "capsa sif list $sif"
 "$capsa" sif list "$sif"
 step "capsa inspect --labels --runscript --environment $sif"
 "$capsa" inspect --labels --runscript --environment "$sif"
+step "capsa run $sif (the runscript, in a container)"
+"$capsa" run "$sif" /bin/busybox uname -a
+step "capsa exec --containall $sif (as $(id -un))"
+"$capsa" exec --containall --pwd / "$sif" /bin/sh -c 'echo "inside: uid $(id -u), greeting: $DEMO_GREETING"; ls /'
 step "done: $sif"
