@@ -6,6 +6,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -232,6 +235,22 @@ TEST(RegistryToken, ShortLivedTokensExpireAtTheRegistry) {
   EXPECT_EQ(manifest.status, 401);
 }
 
+TEST(RegistryToken, RefreshAccountsGetAnExpiredFirstTokenThenAGoodOne) {
+  const auto& registry = test_registry();
+  // A fresh account name per run: the "first token" is remembered per account and scope.
+  const std::string account = "refresh-" + std::to_string(::getpid()) + "-" + std::to_string(::time(nullptr));
+  auto pull_with_new_token = [&] {
+    const auto granted = http_get(token_url("private/busybox"), {}, credentials_config(account, registry.api_key));
+    EXPECT_EQ(granted.status, 200) << granted.body;
+    EXPECT_GE(nlohmann::json::parse(granted.body)["expires_in"].get<int>(), 60);  // it does not say
+    return http_get(manifest_url(registry.token, "private/busybox", "latest"),
+                    {accept_manifests(), "Authorization: Bearer " + token_from(granted)})
+        .status;
+  };
+  EXPECT_EQ(pull_with_new_token(), 401);
+  EXPECT_EQ(pull_with_new_token(), 200);
+}
+
 TEST(RegistryBasic, ChallengesAndChecksThePassword) {
   const auto& registry = test_registry();
   const auto anonymous = http_get("https://" + registry.basic + "/v2/");
@@ -244,6 +263,28 @@ TEST(RegistryBasic, ChallengesAndChecksThePassword) {
   const auto manifest = http_get(manifest_url(registry.basic, "private/layers", "1.0"), {accept_manifests()},
                                  credentials_config(registry.basic_user, registry.basic_password));
   EXPECT_EQ(manifest.status, 200) << manifest.body;
+}
+
+TEST(RegistrySecrets, ApiKeyAndPasswordAreOnNoCommandLineAndInNoLog) {
+  const auto& registry = test_registry();
+  ASSERT_FALSE(registry.api_key.empty());
+  ASSERT_FALSE(registry.basic_password.empty());
+  // Use both secrets first, so that the logs have had the chance to record them.
+  http_get(token_url("private/busybox"), {}, credentials_config("$oauthtoken", registry.api_key));
+  http_get("https://" + registry.basic + "/v2/", {}, credentials_config(registry.basic_user, registry.basic_password));
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    std::ifstream in(entry.path() / "cmdline");
+    const std::string argv((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(argv.find(registry.api_key), std::string::npos) << entry.path();
+    EXPECT_EQ(argv.find(registry.basic_password), std::string::npos) << entry.path();
+  }
+  const std::string state = std::getenv("CAPSA_TEST_REGISTRY_STATE");
+  for (const char* log : {"plain.log", "token.log", "auth.log", "basic.log"}) {
+    const auto text = read_file(state + "/" + log);
+    EXPECT_FALSE(text.empty()) << log;
+    EXPECT_EQ(text.find(registry.api_key), std::string::npos) << log;
+    EXPECT_EQ(text.find(registry.basic_password), std::string::npos) << log;
+  }
 }
 
 // ---- the reference unpack of the `layers` image ---------------------------------------

@@ -11,6 +11,10 @@ convention: user `$oauthtoken`, password = the API key. Grants:
   * Basic `short-lived:<API key>`: like `$oauthtoken`, but the registry accepts the
     token for only CAPSA_TEST_TOKEN_SHORT_LIFETIME seconds (default 3), so a client must
     fetch a new one mid-pull (tests of token refresh);
+  * Basic `refresh-ANYTHING:<API key>`: like `$oauthtoken`, except that the first token
+    issued for each (account, scopes) is already expired: the registry answers 401 to it
+    and a correct client fetches a new token and retries. Deterministic; a test picks a
+    fresh ANYTHING so that parallel tests do not share the "first";
   * anything else: 401.
 Only `pull` is ever granted (the intersection of what is asked and what is allowed, as
 real token servers do); `?expires_in=N` shortens a token's life for direct tests.
@@ -33,6 +37,7 @@ import os
 import secrets
 import ssl
 import sys
+import threading
 import time
 import urllib.parse
 
@@ -45,6 +50,7 @@ REGISTRY_LEEWAY = 60
 NORMAL_LIFETIME = 300
 OAUTH_USER = "$oauthtoken"
 SHORT_LIVED_USER = "short-lived"
+REFRESH_PREFIX = "refresh-"
 
 
 class Settings:
@@ -90,6 +96,8 @@ def basic_credentials(header):
 class TokenHandler(http.server.BaseHTTPRequestHandler):
     settings = None  # set before serving
     protocol_version = "HTTP/1.1"
+    refreshed = set()  # (account, scopes) that already got their expired first token
+    refreshed_lock = threading.Lock()
 
     def log_message(self, fmt, *args):  # the request line never holds a secret
         sys.stderr.write("%s %s\n" % (self.log_date_time_string(), fmt % args))
@@ -105,7 +113,8 @@ class TokenHandler(http.server.BaseHTTPRequestHandler):
         if account is False:
             return self.unauthorized("bad credentials")
         access = []
-        for scope in query.get("scope", []):
+        # Several `scope` parameters, each possibly several space-separated scopes.
+        for scope in (s for value in query.get("scope", []) for s in value.split()):
             parsed = parse_scope(scope)
             if parsed is None:
                 continue
@@ -115,8 +124,21 @@ class TokenHandler(http.server.BaseHTTPRequestHandler):
             granted = [a for a in actions if a == "pull"]
             access.append({"type": "repository", "name": name, "actions": granted})
         if "expires_in" in query:
+            if not query["expires_in"][0].isdigit():
+                return self.reply(400, {"errors": [{"code": "INVALID_REQUEST", "message": "bad expires_in"}]})
             lifetime = max(1, min(lifetime, int(query["expires_in"][0])))
-        self.reply(200, self.issue(account or "", access, lifetime))
+        # Reported as valid for `lifetime`: the client learns otherwise only from the 401.
+        expired = bool(account) and account.startswith(REFRESH_PREFIX) \
+            and self.first_for(account, query.get("scope", []))
+        self.reply(200, self.issue(account or "", access, lifetime, expired))
+
+    def first_for(self, account, scopes):
+        key = (account, tuple(sorted(scopes)))
+        with self.refreshed_lock:
+            if key in self.refreshed:
+                return False
+            self.refreshed.add(key)
+            return True
 
     def authenticate(self):
         """(account, lifetime): account None = anonymous, False = rejected."""
@@ -133,13 +155,17 @@ class TokenHandler(http.server.BaseHTTPRequestHandler):
             return user, NORMAL_LIFETIME
         if user == SHORT_LIVED_USER:
             return user, self.settings.short_lifetime
+        if user.startswith(REFRESH_PREFIX) and len(user) > len(REFRESH_PREFIX):
+            return user, NORMAL_LIFETIME
         return False, 0
 
-    def issue(self, subject, access, lifetime):
+    def issue(self, subject, access, lifetime, expired=False):
         now = int(time.time())
         # The registry tolerates an expired `exp` for REGISTRY_LEEWAY seconds; lifetimes
         # shorter than that are only observable if `exp` is moved back by the leeway.
         exp = now + lifetime if lifetime >= REGISTRY_LEEWAY else now + lifetime - REGISTRY_LEEWAY
+        if expired:
+            exp = now - 2 * REGISTRY_LEEWAY
         claims = {
             "iss": self.settings.issuer,
             "sub": subject,
