@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -300,40 +301,66 @@ std::string line(const std::string& path, const std::string& type, const std::st
   return out.str();
 }
 
-class LayersReference : public ::testing::Test {
+// The tree umoci unpacks from built_fixtures()/oci-IMAGE:latest, as tree-manifest.py
+// lines; unpacked once per image and kept for the whole run.
+class UmociReference : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    if (::geteuid() != 0 || !have_program("umoci")) return;
-    dir_ = new TempDir();
-    const auto unpack = run_process({test_registry().tools + "/umoci-unpack.sh",
-                                     built_fixtures() + "/oci-layers", "latest", *dir_ / "bundle"});
-    ASSERT_EQ(unpack.exit_code, 0) << unpack.err;
-    const auto listing = run_process({test_registry().tools + "/tree-manifest.py", *dir_ / "bundle/rootfs"});
-    ASSERT_EQ(listing.exit_code, 0) << listing.err;
-    std::istringstream in(listing.out);
-    std::string entry;
-    lines_ = new std::vector<std::string>();
-    while (std::getline(in, entry)) lines_->push_back(entry);
-  }
-  static void TearDownTestSuite() {
-    delete dir_;
-    delete lines_;
-  }
+  virtual std::string image() const = 0;
+
   void SetUp() override {
     if (::geteuid() != 0) GTEST_SKIP() << "umoci reproduces exact ownership only as root";
-    if (lines_ == nullptr) GTEST_SKIP() << "umoci is not installed";
+    if (!have_program("umoci")) GTEST_SKIP() << "umoci is not installed";
+    auto& listing = listings()[image()];
+    if (listing.lines.empty() && listing.error.empty()) listing = unpack_and_list(image());
+    if (!listing.error.empty()) FAIL() << listing.error;
+    lines_ = &listing.lines;
   }
+
   bool has(const std::string& expected) const {
     return std::find(lines_->begin(), lines_->end(), expected) != lines_->end();
   }
-  std::vector<std::string> paths_under(const std::string& prefix) const {
+  // Paths equal to `path` or under it.
+  std::vector<std::string> paths_under(const std::string& path) const {
     std::vector<std::string> paths;
-    for (const auto& entry : *lines_)
-      if (entry.rfind(prefix, 0) == 0) paths.push_back(entry.substr(0, entry.find('\t')));
+    for (const auto& entry : *lines_) {
+      const auto name = entry.substr(0, entry.find('\t'));
+      if (name == path || name.rfind(path + "/", 0) == 0) paths.push_back(name);
+    }
     return paths;
   }
-  static inline TempDir* dir_ = nullptr;
-  static inline std::vector<std::string>* lines_ = nullptr;
+  const std::vector<std::string>& lines() const { return *lines_; }
+
+ private:
+  struct Listing {
+    std::vector<std::string> lines;
+    std::string error;
+  };
+  static std::map<std::string, Listing>& listings() {
+    static std::map<std::string, Listing> cache;
+    return cache;
+  }
+  static Listing unpack_and_list(const std::string& image) {
+    Listing listing;
+    TempDir dir;
+    const auto unpack = run_process(
+        {test_registry().tools + "/umoci-unpack.sh", built_fixtures() + "/oci-" + image, "latest", dir / "bundle"}, "",
+        600);
+    if (unpack.exit_code != 0) return {{}, "umoci-unpack.sh " + image + " failed: " + unpack.err};
+    const auto tree = run_process({test_registry().tools + "/tree-manifest.py", dir / "bundle/rootfs"}, "", 600);
+    if (tree.exit_code != 0) return {{}, "tree-manifest.py failed: " + tree.err};
+    std::istringstream in(tree.out);
+    for (std::string entry; std::getline(in, entry);) listing.lines.push_back(entry);
+    return listing;
+  }
+  const std::vector<std::string>* lines_ = nullptr;
+};
+
+class LayersReference : public UmociReference {
+  std::string image() const override { return "layers"; }
+};
+
+class DebianReference : public UmociReference {
+  std::string image() const override { return "debian"; }
 };
 
 TEST_F(LayersReference, WhiteoutsDeleteLowerLayersAndNeverShow) {
@@ -341,7 +368,7 @@ TEST_F(LayersReference, WhiteoutsDeleteLowerLayersAndNeverShow) {
   EXPECT_TRUE(paths_under("deldir").empty());
   EXPECT_TRUE(paths_under("never-existed").empty());
   EXPECT_TRUE(has(line("samelayer", "file", "0644", 0, 0, "layer3\n")));
-  for (const auto& entry : *lines_) EXPECT_EQ(entry.find(".wh."), std::string::npos) << entry;
+  for (const auto& entry : lines()) EXPECT_EQ(entry.find(".wh."), std::string::npos) << entry;
 }
 
 TEST_F(LayersReference, OpaqueDirectoryKeepsOnlyItsOwnLayer) {
@@ -384,6 +411,44 @@ TEST_F(LayersReference, LongNamesFromPaxAndGnuHeaders) {
   EXPECT_TRUE(has(line("long/" + b + "/" + std::string(100, 'c'), "file", "0644", 0, 0, "path over 255 bytes\n")));
   EXPECT_TRUE(has(line("gnu/" + std::string(150, 'g'), "file", "0644", 0, 0, "GNU long name\n")));
   EXPECT_TRUE(has(line("utf8/caf\xc3\xa9-\xc3\xbc.txt", "file", "0644", 0, 0, "non-ASCII name\n")));
+}
+
+TEST_F(DebianReference, BootstrapIsCleanedOfDevicesAndTheMirror) {
+  for (const auto& entry : lines()) {
+    EXPECT_EQ(entry.find("\tchar\t"), std::string::npos) << entry;
+    EXPECT_EQ(entry.find("\tblock\t"), std::string::npos) << entry;
+  }
+  EXPECT_EQ(paths_under("dev"), std::vector<std::string>{"dev"});
+  EXPECT_TRUE(has(line("etc/apt/sources.list", "file", "0644", 0, 0, "deb http://deb.debian.org/debian bookworm main\n")));
+  EXPECT_EQ(paths_under("var/lib/apt/lists"),
+            (std::vector<std::string>{"var/lib/apt/lists", "var/lib/apt/lists/partial"}));
+}
+
+TEST_F(DebianReference, LaterLayersDeleteMakeOpaqueAndHardlink) {
+  EXPECT_TRUE(paths_under("usr/share/man").empty());
+  EXPECT_TRUE(paths_under("var/log/dpkg.log").empty());
+  EXPECT_EQ(paths_under("usr/share/doc"),
+            (std::vector<std::string>{"usr/share/doc", "usr/share/doc/capsa", "usr/share/doc/capsa/README"}));
+  EXPECT_TRUE(has(line("etc/capsa-layer", "file", "0644", 0, 0, "3\n")));
+  const std::string hello = "#!/bin/sh\necho hello from layer 3\n";
+  EXPECT_TRUE(has(line("usr/local/bin/capsa-hello", "file", "0755", 0, 0, hello, 2)));
+  EXPECT_TRUE(has(line("usr/local/bin/capsa-hello-link", "file", "0755", 0, 0, hello, 2)));
+  // A hardlink in layer 3 to bash from layer 1: same content, two links.
+  auto field = [](const std::string& entry, int index) {
+    std::istringstream in(entry);
+    std::string value;
+    for (int i = 0; i <= index; ++i) std::getline(in, value, '\t');
+    return value;
+  };
+  std::string bash, link;
+  for (const auto& entry : lines()) {
+    if (entry.rfind("usr/bin/bash\t", 0) == 0) bash = entry;
+    if (entry.rfind("usr/bin/capsa-bash-link\t", 0) == 0) link = entry;
+  }
+  ASSERT_FALSE(bash.empty());
+  EXPECT_EQ(field(bash, 6), field(link, 6));
+  EXPECT_EQ(field(bash, 8), "2");
+  EXPECT_EQ(field(link, 8), "2");
 }
 
 }  // namespace
