@@ -19,11 +19,13 @@ interface. Secrets (API key, Basic password) reach servers through files and the
 environment only, never argv.
 """
 import datetime
+import ipaddress
 import json
 import os
 import secrets
 import shlex
 import signal
+import socket
 import ssl
 import subprocess
 import sys
@@ -36,7 +38,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import NameOID
-import ipaddress
+
+import push
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REGISTRY_BINARY = "/usr/bin/docker-registry"
@@ -95,7 +98,6 @@ def build_cert(subject_cn, key, issuer_name, issuer_key, ca, sans=None):
 def ensure_certificates(state):
     """CA, a server certificate for 127.0.0.1 signed by it, and a self-signed token
     signing certificate. Kept across restarts so the CA path stays valid for clients."""
-    ca_path = os.path.join(state, "ca.pem")
     if all(os.path.exists(os.path.join(state, f))
            for f in ("ca.pem", "server.pem", "server.key", "token-signing.pem", "token-signing.key")):
         return
@@ -113,7 +115,7 @@ def ensure_certificates(state):
     write_file(os.path.join(state, "server.pem"), cert_pem(server) + cert_pem(ca))
     write_file(os.path.join(state, "token-signing.key"), key_pem(signing_key), 0o600)
     write_file(os.path.join(state, "token-signing.pem"), cert_pem(signing))
-    write_file(ca_path, cert_pem(ca))
+    write_file(os.path.join(state, "ca.pem"), cert_pem(ca))
 
 
 def ensure_secrets(state):
@@ -212,7 +214,7 @@ def running_pid(state, name):
 
 
 def spawn(state, name, ports):
-    log = open(os.path.join(state, name + ".log"), "ab")
+    log = open(os.path.join(state, name + ".log"), "wb")  # a fresh log per start
     env = token_service_env(state, ports) if name == "auth" else None
     # A new session and no inherited pipes: ctest must not wait for the daemons.
     process = subprocess.Popen(command_for(state, name), stdin=subprocess.DEVNULL, stdout=log,
@@ -251,7 +253,6 @@ def wait_until_answering(state, name, port, process=None, timeout=30):
 
 
 def port_in_use(port):
-    import socket
     with socket.socket() as s:
         return s.connect_ex((HOST, port)) == 0
 
@@ -346,7 +347,6 @@ def main(argv):
     else:
         if len(argv) != 4:
             sys.exit(__doc__)
-        import push
         push.push_all(state, os.path.abspath(argv[3]), "%s:%d" % (HOST, ports_from_env()["plain"]))
 
 
