@@ -1,22 +1,20 @@
 // The test registries themselves (tests/registry/start.sh): what every pull test relies
 // on. Talks to the real servers with the curl CLI; secrets go to curl on stdin (-K -).
 #include <gtest/gtest.h>
-#include <openssl/evp.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
+#include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <sstream>
 #include <string>
 #include <vector>
 
-#include "support/process.hpp"
+#include "registry_http.hpp"
 #include "support/temp_dir.hpp"
 #include "support/test_env.hpp"
 #include "support/test_registry.hpp"
@@ -26,72 +24,6 @@ namespace {
 
 constexpr const char* kOciManifest = "application/vnd.oci.image.manifest.v1+json";
 constexpr const char* kOciIndex = "application/vnd.oci.image.index.v1+json";
-
-struct Response {
-  int status = 0;
-  std::string headers;  // of the last response
-  std::string body;
-};
-
-// One request with curl. `config` is a curl config (e.g. `user = "u:p"`) given on stdin,
-// so that credentials never appear on a command line.
-Response http_get(const std::string& url, const std::vector<std::string>& headers = {},
-                  const std::string& config = "") {
-  TempDir dir;
-  std::vector<std::string> argv = {"curl", "-sS", "--max-time", "30", "-K", "-", "--cacert",
-                                   test_registry().ca_file, "-D", dir / "headers", "-o", dir / "body",
-                                   "-w", "%{http_code}"};
-  for (const auto& header : headers) {
-    argv.push_back("-H");
-    argv.push_back(header);
-  }
-  argv.push_back(url);
-  const auto result = run_process(argv, config);
-  EXPECT_EQ(result.exit_code, 0) << "curl " << url << ": " << result.err;
-  Response response;
-  response.status = std::atoi(result.out.c_str());
-  response.headers = read_file(dir / "headers");
-  // Only the last response's headers count (curl writes every response, e.g. after 100).
-  const auto last = response.headers.rfind("HTTP/");
-  if (last != std::string::npos) response.headers.erase(0, last);
-  response.body = read_file(dir / "body");
-  return response;
-}
-
-std::string lower(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
-  return text;
-}
-
-// The value of header `name` (case-insensitive), without the trailing CR; "" if absent.
-std::string header(const Response& response, const std::string& name) {
-  std::istringstream lines(response.headers);
-  std::string line;
-  while (std::getline(lines, line)) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    const auto colon = line.find(':');
-    if (colon != std::string::npos && lower(line.substr(0, colon)) == lower(name))
-      return line.substr(line.find_first_not_of(' ', colon + 1));
-  }
-  return "";
-}
-
-std::string sha256_hex(const std::string& data) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int length = 0;
-  EVP_Digest(data.data(), data.size(), digest, &length, EVP_sha256(), nullptr);
-  static const char* hex = "0123456789abcdef";
-  std::string out;
-  for (unsigned int i = 0; i < length; ++i) {
-    out += hex[digest[i] >> 4];
-    out += hex[digest[i] & 15];
-  }
-  return out;
-}
-
-std::string credentials_config(const std::string& user, const std::string& password) {
-  return "user = \"" + user + ":" + password + "\"\n";
-}
 
 std::string token_url(const std::string& repository) {
   return test_registry().auth_realm + "?service=" + test_registry().service + "&scope=repository:" +
@@ -105,7 +37,7 @@ std::string manifest_url(const std::string& host, const std::string& repository,
 
 std::string accept_manifests() { return std::string("Accept: ") + kOciManifest + ", " + kOciIndex; }
 
-std::string token_from(const Response& response) {
+std::string token_from(const HttpResponse& response) {
   const auto json = nlohmann::json::parse(response.body, nullptr, false);
   return json.is_object() ? json.value("token", std::string()) : std::string();
 }
@@ -286,169 +218,6 @@ TEST(RegistrySecrets, ApiKeyAndPasswordAreOnNoCommandLineAndInNoLog) {
     EXPECT_EQ(text.find(registry.api_key), std::string::npos) << log;
     EXPECT_EQ(text.find(registry.basic_password), std::string::npos) << log;
   }
-}
-
-// ---- the reference unpack of the `layers` image ---------------------------------------
-
-std::string line(const std::string& path, const std::string& type, const std::string& mode, int uid, int gid,
-                 const std::string& content, int links = 1) {
-  std::ostringstream out;
-  out << path << '\t' << type << '\t' << mode << '\t' << uid << '\t' << gid << '\t';
-  if (type == "file")
-    out << content.size() << '\t' << sha256_hex(content) << "\t-\t" << links;
-  else
-    out << "-\t-\t" << (content.empty() ? "-" : content) << '\t' << (type == "dir" ? "-" : std::to_string(links));
-  return out.str();
-}
-
-// The tree umoci unpacks from built_fixtures()/oci-IMAGE:latest, as tree-manifest.py
-// lines; unpacked once per image and kept for the whole run.
-class UmociReference : public ::testing::Test {
- protected:
-  virtual std::string image() const = 0;
-
-  void SetUp() override {
-    if (::geteuid() != 0) GTEST_SKIP() << "umoci reproduces exact ownership only as root";
-    if (!have_program("umoci")) GTEST_SKIP() << "umoci is not installed";
-    auto& listing = listings()[image()];
-    if (listing.lines.empty() && listing.error.empty()) listing = unpack_and_list(image());
-    if (!listing.error.empty()) FAIL() << listing.error;
-    lines_ = &listing.lines;
-  }
-
-  bool has(const std::string& expected) const {
-    return std::find(lines_->begin(), lines_->end(), expected) != lines_->end();
-  }
-  // Paths equal to `path` or under it.
-  std::vector<std::string> paths_under(const std::string& path) const {
-    std::vector<std::string> paths;
-    for (const auto& entry : *lines_) {
-      const auto name = entry.substr(0, entry.find('\t'));
-      if (name == path || name.rfind(path + "/", 0) == 0) paths.push_back(name);
-    }
-    return paths;
-  }
-  const std::vector<std::string>& lines() const { return *lines_; }
-
- private:
-  struct Listing {
-    std::vector<std::string> lines;
-    std::string error;
-  };
-  static std::map<std::string, Listing>& listings() {
-    static std::map<std::string, Listing> cache;
-    return cache;
-  }
-  static Listing unpack_and_list(const std::string& image) {
-    Listing listing;
-    TempDir dir;
-    const auto unpack = run_process(
-        {test_registry().tools + "/umoci-unpack.sh", built_fixtures() + "/oci-" + image, "latest", dir / "bundle"}, "",
-        600);
-    if (unpack.exit_code != 0) return {{}, "umoci-unpack.sh " + image + " failed: " + unpack.err};
-    const auto tree = run_process({test_registry().tools + "/tree-manifest.py", dir / "bundle/rootfs"}, "", 600);
-    if (tree.exit_code != 0) return {{}, "tree-manifest.py failed: " + tree.err};
-    std::istringstream in(tree.out);
-    for (std::string entry; std::getline(in, entry);) listing.lines.push_back(entry);
-    return listing;
-  }
-  const std::vector<std::string>* lines_ = nullptr;
-};
-
-class LayersReference : public UmociReference {
-  std::string image() const override { return "layers"; }
-};
-
-class DebianReference : public UmociReference {
-  std::string image() const override { return "debian"; }
-};
-
-TEST_F(LayersReference, WhiteoutsDeleteLowerLayersAndNeverShow) {
-  EXPECT_TRUE(has(line("deleteme", "file", "0644", 0, 0, "recreated\n")));
-  EXPECT_TRUE(paths_under("deldir").empty());
-  EXPECT_TRUE(paths_under("never-existed").empty());
-  EXPECT_TRUE(has(line("samelayer", "file", "0644", 0, 0, "layer3\n")));
-  for (const auto& entry : lines()) EXPECT_EQ(entry.find(".wh."), std::string::npos) << entry;
-}
-
-TEST_F(LayersReference, OpaqueDirectoryKeepsOnlyItsOwnLayer) {
-  EXPECT_EQ(paths_under("opaque"), (std::vector<std::string>{"opaque", "opaque/new"}));
-}
-
-TEST_F(LayersReference, ReplacementsUnlinkAndRecreate) {
-  EXPECT_EQ(paths_under("dir2file"), (std::vector<std::string>{"dir2file", "dir2file/again"}));
-  EXPECT_TRUE(has(line("dir2file", "dir", "0755", 0, 0, "")));
-  EXPECT_TRUE(has(line("file2dir/child", "file", "0644", 0, 0, "child\n")));
-  EXPECT_TRUE(has(line("link-swap", "dir", "0755", 0, 0, "")));
-  EXPECT_TRUE(has(line("etc/hostname", "file", "0600", 0, 0, "replaced\n")));
-  EXPECT_TRUE(has(line("dup", "file", "0644", 0, 0, "second\n")));
-}
-
-TEST_F(LayersReference, HardlinksWithinAndAcrossLayers) {
-  EXPECT_TRUE(has(line("hl/original", "file", "0644", 0, 0, "original content\n", 2)));
-  EXPECT_TRUE(has(line("hl/cross-layer", "file", "0644", 0, 0, "original content\n", 2)));
-  EXPECT_TRUE(paths_under("hl/same-layer").empty());
-  EXPECT_TRUE(has(line("hl/to-replace", "file", "0644", 0, 0, "new target\n")));
-  EXPECT_TRUE(has(line("hl/to-replace-link", "file", "0644", 0, 0, "old target\n")));
-}
-
-TEST_F(LayersReference, ModesOwnersAndSpecialFiles) {
-  EXPECT_TRUE(has(line("owned", "dir", "0755", 4321, 8765, "")));
-  EXPECT_TRUE(has(line("owned/data", "file", "0640", 1234, 5678, "owned by 1234:5678\n")));
-  EXPECT_TRUE(has(line("owned/big-ids", "file", "0644", 3000000, 3000001, "ids beyond the ustar octal fields\n")));
-  EXPECT_TRUE(has(line("bin/suid-tool", "file", "4755", 0, 0, "setuid\n")));
-  EXPECT_TRUE(has(line("bin/sgid-tool", "file", "2755", 0, 42, "setgid\n")));
-  EXPECT_TRUE(has(line("shared", "dir", "2775", 0, 100, "")));
-  EXPECT_TRUE(has(line("tmp", "dir", "1777", 0, 0, "")));
-  EXPECT_TRUE(has(line("secret", "file", "0000", 0, 0, "unreadable\n")));
-  EXPECT_TRUE(has(line("dev/null", "char", "0666", 0, 0, "1,3")));
-  EXPECT_TRUE(has(line("empty-dir", "dir", "0755", 0, 0, "")));
-}
-
-TEST_F(LayersReference, LongNamesFromPaxAndGnuHeaders) {
-  const std::string b(200, 'b');
-  EXPECT_TRUE(has(line("long/" + std::string(120, 'a'), "file", "0644", 0, 0, "name over 100 bytes\n")));
-  EXPECT_TRUE(has(line("long/" + b + "/" + std::string(100, 'c'), "file", "0644", 0, 0, "path over 255 bytes\n")));
-  EXPECT_TRUE(has(line("gnu/" + std::string(150, 'g'), "file", "0644", 0, 0, "GNU long name\n")));
-  EXPECT_TRUE(has(line("utf8/caf\xc3\xa9-\xc3\xbc.txt", "file", "0644", 0, 0, "non-ASCII name\n")));
-}
-
-TEST_F(DebianReference, BootstrapIsCleanedOfDevicesAndTheMirror) {
-  for (const auto& entry : lines()) {
-    EXPECT_EQ(entry.find("\tchar\t"), std::string::npos) << entry;
-    EXPECT_EQ(entry.find("\tblock\t"), std::string::npos) << entry;
-  }
-  EXPECT_EQ(paths_under("dev"), std::vector<std::string>{"dev"});
-  EXPECT_TRUE(has(line("etc/apt/sources.list", "file", "0644", 0, 0, "deb http://deb.debian.org/debian bookworm main\n")));
-  EXPECT_EQ(paths_under("var/lib/apt/lists"),
-            (std::vector<std::string>{"var/lib/apt/lists", "var/lib/apt/lists/partial"}));
-}
-
-TEST_F(DebianReference, LaterLayersDeleteMakeOpaqueAndHardlink) {
-  EXPECT_TRUE(paths_under("usr/share/man").empty());
-  EXPECT_TRUE(paths_under("var/log/dpkg.log").empty());
-  EXPECT_EQ(paths_under("usr/share/doc"),
-            (std::vector<std::string>{"usr/share/doc", "usr/share/doc/capsa", "usr/share/doc/capsa/README"}));
-  EXPECT_TRUE(has(line("etc/capsa-layer", "file", "0644", 0, 0, "3\n")));
-  const std::string hello = "#!/bin/sh\necho hello from layer 3\n";
-  EXPECT_TRUE(has(line("usr/local/bin/capsa-hello", "file", "0755", 0, 0, hello, 2)));
-  EXPECT_TRUE(has(line("usr/local/bin/capsa-hello-link", "file", "0755", 0, 0, hello, 2)));
-  // A hardlink in layer 3 to bash from layer 1: same content, two links.
-  auto field = [](const std::string& entry, int index) {
-    std::istringstream in(entry);
-    std::string value;
-    for (int i = 0; i <= index; ++i) std::getline(in, value, '\t');
-    return value;
-  };
-  std::string bash, link;
-  for (const auto& entry : lines()) {
-    if (entry.rfind("usr/bin/bash\t", 0) == 0) bash = entry;
-    if (entry.rfind("usr/bin/capsa-bash-link\t", 0) == 0) link = entry;
-  }
-  ASSERT_FALSE(bash.empty());
-  EXPECT_EQ(field(bash, 6), field(link, 6));
-  EXPECT_EQ(field(bash, 8), "2");
-  EXPECT_EQ(field(link, 8), "2");
 }
 
 }  // namespace
