@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -45,6 +46,7 @@ class UmociReference : public ::testing::Test {
     if (listing.lines.empty() && listing.error.empty()) listing = unpack_and_list(image());
     if (!listing.error.empty()) FAIL() << listing.error;
     lines_ = &listing.lines;
+    rootfs_ = *listing.dir / "bundle/rootfs";
   }
 
   bool has(const std::string& expected) const {
@@ -60,11 +62,13 @@ class UmociReference : public ::testing::Test {
     return paths;
   }
   const std::vector<std::string>& lines() const { return *lines_; }
+  const std::string& rootfs() const { return rootfs_; }
 
  private:
   struct Listing {
     std::vector<std::string> lines;
     std::string error;
+    std::shared_ptr<TempDir> dir;  // the unpacked bundle, kept for the whole run
   };
   static std::map<std::string, Listing>& listings() {
     static std::map<std::string, Listing> cache;
@@ -72,18 +76,20 @@ class UmociReference : public ::testing::Test {
   }
   static Listing unpack_and_list(const std::string& image) {
     Listing listing;
-    TempDir dir;
+    listing.dir = std::make_shared<TempDir>();
+    const auto& dir = *listing.dir;
     const auto unpack = run_process(
         {test_registry().tools + "/umoci-unpack.sh", built_fixtures() + "/oci-" + image, "latest", dir / "bundle"}, "",
         600);
-    if (unpack.exit_code != 0) return {{}, "umoci-unpack.sh " + image + " failed: " + unpack.err};
+    if (unpack.exit_code != 0) return {{}, "umoci-unpack.sh " + image + " failed: " + unpack.err, nullptr};
     const auto tree = run_process({test_registry().tools + "/tree-manifest.py", dir / "bundle/rootfs"}, "", 600);
-    if (tree.exit_code != 0) return {{}, "tree-manifest.py failed: " + tree.err};
+    if (tree.exit_code != 0) return {{}, "tree-manifest.py failed: " + tree.err, nullptr};
     std::istringstream in(tree.out);
     for (std::string entry; std::getline(in, entry);) listing.lines.push_back(entry);
     return listing;
   }
   const std::vector<std::string>* lines_ = nullptr;
+  std::string rootfs_;
 };
 
 class LayersReference : public UmociReference {
@@ -142,6 +148,21 @@ TEST_F(LayersReference, LongNamesFromPaxAndGnuHeaders) {
   EXPECT_TRUE(has(line("long/" + b + "/" + std::string(100, 'c'), "file", "0644", 0, 0, "path over 255 bytes\n")));
   EXPECT_TRUE(has(line("gnu/" + std::string(150, 'g'), "file", "0644", 0, 0, "GNU long name\n")));
   EXPECT_TRUE(has(line("utf8/caf\xc3\xa9-\xc3\xbc.txt", "file", "0644", 0, 0, "non-ASCII name\n")));
+}
+
+// tree-manifest.py --tar lists a squashfs image (through sqfs2tar) exactly as it lists
+// the unpacked tree: how tests compare capsa's squashfs without mounting it.
+TEST_F(LayersReference, TarListingOfASquashfsEqualsTheTreeListing) {
+  if (!have_program("mksquashfs") || !have_program("sqfs2tar")) GTEST_SKIP() << "squashfs tools missing";
+  TempDir dir;
+  const auto pack = run_process({"mksquashfs", rootfs(), dir / "image.sqfs", "-quiet", "-no-progress"});
+  ASSERT_EQ(pack.exit_code, 0) << pack.err;
+  const auto tar = run_process({"sh", "-c", "sqfs2tar -r . \"$1\" | \"$2\" --tar -", "sh", dir / "image.sqfs",
+                                test_registry().tools + "/tree-manifest.py"});
+  ASSERT_EQ(tar.exit_code, 0) << tar.err;
+  std::string expected;
+  for (const auto& entry : lines()) expected += entry + "\n";
+  EXPECT_EQ(tar.out, expected);
 }
 
 TEST_F(DebianReference, BootstrapIsCleanedOfDevicesAndTheMirror) {
