@@ -6,7 +6,7 @@
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 [ $# -ge 1 ] || { echo "usage: start.sh STATE_DIR [FIXTURES_DIR]" >&2; exit 2; }
-/usr/bin/python3 "$here/testregistry.py" start "$1"
+/usr/bin/python3 -B "$here/testregistry.py" start "$1"
 if [ $# -ge 2 ]; then
-  /usr/bin/python3 "$here/testregistry.py" push "$1" "$2"
+  /usr/bin/python3 -B "$here/testregistry.py" push "$1" "$2"
 fi

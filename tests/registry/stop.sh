@@ -5,4 +5,4 @@
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 [ $# -eq 1 ] || { echo "usage: stop.sh STATE_DIR" >&2; exit 2; }
-exec /usr/bin/python3 "$here/testregistry.py" stop "$1"
+exec /usr/bin/python3 -B "$here/testregistry.py" stop "$1"
