@@ -13,6 +13,8 @@ import subprocess
 import sys
 
 NAMESPACES = ("public", "private")
+# Images for bench/ only, pushed when their variable is 1 (as they are built).
+ONLY_IF = {"large": "CAPSA_LARGE_FIXTURES"}
 
 
 def fixture_layouts(fixtures):
@@ -55,6 +57,8 @@ def push_all(state, fixtures, registry):
     except (OSError, ValueError):
         pushed = {}
     for name, layout in fixture_layouts(fixtures).items():
+        if name in ONLY_IF and os.environ.get(ONLY_IF[name]) != "1":
+            continue
         build = os.path.basename(layout)
         if pushed.get(name) == build and all(stored(state, "%s/%s" % (ns, name)) for ns in NAMESPACES):
             print("testregistry: %s already pushed (%s)" % (name, build))
