@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "registry_http.hpp"
+#include "support/process.hpp"
 #include "support/temp_dir.hpp"
 #include "support/test_env.hpp"
 #include "support/test_registry.hpp"
@@ -218,6 +219,29 @@ TEST(RegistrySecrets, ApiKeyAndPasswordAreOnNoCommandLineAndInNoLog) {
     EXPECT_EQ(text.find(registry.api_key), std::string::npos) << log;
     EXPECT_EQ(text.find(registry.basic_password), std::string::npos) << log;
   }
+}
+
+TEST(RegistryServers, StartingAgainReusesTheRunningServers) {
+  if (::geteuid() != 0) GTEST_SKIP() << "the state folder belongs to root";
+  const std::string state = std::getenv("CAPSA_TEST_REGISTRY_STATE");
+  auto pids = [&] {
+    std::string all;
+    for (const char* name : {"plain", "token", "auth", "basic"}) all += read_file(state + "/" + name + ".pid");
+    return all;
+  };
+  auto port = [](const std::string& host_port) { return host_port.substr(host_port.rfind(':') + 1); };
+  const auto& registry = test_registry();
+  const auto auth_port = registry.auth_realm.substr(registry.auth_realm.rfind(':') + 1,
+                                                    registry.auth_realm.rfind('/') - registry.auth_realm.rfind(':') - 1);
+  const auto before = pids();
+  const auto again = run_process({"env", "CAPSA_TEST_REGISTRY_PLAIN_PORT=" + port(registry.plain),
+                                  "CAPSA_TEST_REGISTRY_TOKEN_PORT=" + port(registry.token),
+                                  "CAPSA_TEST_REGISTRY_AUTH_PORT=" + auth_port,
+                                  "CAPSA_TEST_REGISTRY_BASIC_PORT=" + port(registry.basic),
+                                  registry.tools + "/start.sh", state});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_NE(again.out.find("reusing"), std::string::npos) << again.out;
+  EXPECT_EQ(pids(), before);
 }
 
 }  // namespace
