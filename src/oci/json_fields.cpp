@@ -25,6 +25,7 @@ Json parse_json(std::string_view bytes, std::size_t max_bytes) {
   if (bytes.size() > max_bytes)
     throw FormatError("document of " + std::to_string(bytes.size()) + " bytes is larger than the " +
                       std::to_string(max_bytes) + " bytes accepted");
+  if (bytes.empty()) throw FormatError("the document is empty");
   auto limit_depth = [](int depth, Json::parse_event_t, Json&) {
     if (depth > kMaxDepth) throw FormatError("not valid JSON: nested deeper than " + std::to_string(kMaxDepth) + " levels");
     return true;
@@ -37,7 +38,7 @@ Json parse_json(std::string_view bytes, std::size_t max_bytes) {
 }
 
 Fields::Fields(const Json& json, std::string path) : json_(&json), path_(std::move(path)) {
-  if (!json.is_object()) throw FormatError(path_ + ": must be an object");
+  if (!json.is_object()) throw FormatError(path_.empty() ? "not a JSON object" : path_ + ": must be an object");
 }
 
 std::string Fields::path_of(std::string_view key) const {

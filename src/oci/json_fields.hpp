@@ -17,7 +17,7 @@ using Json = nlohmann::json;
 
 // Parses `bytes` as one JSON document, refusing more than `max_bytes` and nesting deeper
 // than 64 levels (so that rendering or destroying the value cannot exhaust the stack).
-// Throws FormatError "not valid JSON: ...".
+// Throws FormatError "the document is empty" or "not valid JSON: ...".
 Json parse_json(std::string_view bytes, std::size_t max_bytes);
 
 // A JSON object and its path in the document, for messages.
