@@ -50,8 +50,10 @@ struct ImageConfig {
   std::vector<std::string> volumes;  // the keys of "Volumes"
   std::string stop_signal;
 
-  // The "config" object as received (an empty object when absent): Apptainer stores it
-  // in the SIF as oci-config.json.
+  // The "config" object as received (an empty object when absent), unknown keys and
+  // nulls included; Apptainer stores it in the SIF as oci-config.json. Key order is not
+  // kept (nlohmann::json sorts keys; Apptainer's Go encoder writes them in its struct's
+  // order, not the registry's, so neither order is the one received).
   nlohmann::json config;
 
   // os/architecture/variant as the config declares them.

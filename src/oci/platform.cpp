@@ -41,7 +41,19 @@ std::optional<int> level_of(std::string_view variant) {
       return std::nullopt;
     }
   }
+  if (minor >= 100) return std::nullopt;
   return major * 100 + minor;
+}
+
+// Platform parts as registries write them; anything else cannot match an index entry.
+bool is_platform_word(std::string_view word) {
+  if (word.empty()) return false;
+  for (char c : word) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+              c == '-';
+    if (!ok) return false;
+  }
+  return true;
 }
 
 // Architectures whose variants are ordered feature levels: a lower level runs on a higher.
@@ -99,8 +111,8 @@ Platform parse_platform(std::string_view text) {
     if (slash == std::string_view::npos) break;
     start = slash + 1;
   }
-  bool any_empty = std::any_of(parts.begin(), parts.end(), [](const auto& s) { return s.empty(); });
-  if (parts.size() < 2 || parts.size() > 3 || any_empty) return fail("expected OS/ARCH[/VARIANT], e.g. linux/arm64/v8");
+  bool all_words = std::all_of(parts.begin(), parts.end(), [](const auto& s) { return is_platform_word(s); });
+  if (parts.size() < 2 || parts.size() > 3 || !all_words) return fail("expected OS/ARCH[/VARIANT], e.g. linux/arm64/v8");
   Platform p{parts[0], parts[1], parts.size() == 3 ? parts[2] : ""};
   p = normalized(std::move(p));
   if (p.os != "linux") return fail("capsa runs only linux images");
@@ -108,7 +120,7 @@ Platform parse_platform(std::string_view text) {
 }
 
 Platform platform_from_arch(std::string_view arch) {
-  if (arch.empty() || arch.find('/') != std::string_view::npos)
+  if (!is_platform_word(arch))
     throw FormatError("invalid architecture " + quote(arch) + ": expected a name such as amd64 or arm64");
   return normalized(Platform{"linux", std::string(arch), ""});
 }

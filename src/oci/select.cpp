@@ -46,7 +46,7 @@ Descriptor select_manifest(const Index& index, const Platform& wanted, std::stri
   }
   if (best) return *best;
   if (first_without_platform) return *first_without_platform;
-  throw FormatError("no image for " + wanted.to_string() + " in " + escaped(image) +
+  throw FormatError("no image for " + escaped(wanted.to_string()) + " in " + escaped(image) +
                     "; available: " + offered_platforms(index));
 }
 

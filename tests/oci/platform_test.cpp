@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "oci/platform.hpp"
+#include "oci/quoted.hpp"
 #include "support/process.hpp"
 #include "util/error.hpp"
 
@@ -31,13 +32,14 @@ INSTANTIATE_TEST_SUITE_P(
                     Spelling{"linux/ppc64le", "linux/ppc64le"}, Spelling{"linux/riscv64", "linux/riscv64"}));
 
 TEST(Platform, MalformedPlatformsAreRefused) {
-  for (const char* bad : {"", "linux", "linux/", "/amd64", "linux/amd64/", "linux/arm/v7/extra", "linux//v7"}) {
+  for (const char* bad : {"", "linux", "linux/", "/amd64", "linux/amd64/", "linux/arm/v7/extra", "linux//v7", "linux/am d64",
+                          "linux/amd64\n"}) {
     try {
       parse_platform(bad);
       ADD_FAILURE() << bad;
     } catch (const FormatError& e) {
-      EXPECT_EQ(std::string(e.what()), "invalid platform \"" + std::string(bad) +
-                                           "\": expected OS/ARCH[/VARIANT], e.g. linux/arm64/v8");
+      EXPECT_EQ(std::string(e.what()), "invalid platform " + quote(bad) +
+                                           ": expected OS/ARCH[/VARIANT], e.g. linux/arm64/v8");
     }
   }
   EXPECT_THROW(
@@ -59,6 +61,7 @@ TEST(Platform, ArchFlagMeansLinuxOfThatArchitecture) {
   EXPECT_EQ(platform_from_arch("ppc64le").to_string(), "linux/ppc64le");
   EXPECT_THROW(platform_from_arch(""), FormatError);
   EXPECT_THROW(platform_from_arch("arm/v7"), FormatError);
+  EXPECT_THROW(platform_from_arch("amd64 --evil"), FormatError);
 }
 
 TEST(Platform, HostPlatformAgreesWithUname) {
@@ -88,6 +91,7 @@ TEST(Platform, FitnessFollowsTheImageSpecVariants) {
   EXPECT_FALSE(fits("linux/arm", "linux/arm/v6"));  // arm without variant is v7
   EXPECT_FALSE(fits("linux/arm64", "linux/amd64"));
   EXPECT_FALSE(fits("linux/ppc64le/power9", "linux/ppc64le/power8"));
+  EXPECT_FALSE(fits("linux/arm64/v8.100", "linux/arm64/v9"));  // not a level: exact match only
   EXPECT_TRUE(fits("linux/ppc64le/power9", "linux/ppc64le"));
   // Exact beats compatible.
   auto exact = fitness(parse_platform("linux/amd64/v3"), parse_platform("linux/amd64/v3"));
