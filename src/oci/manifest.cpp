@@ -57,15 +57,23 @@ Descriptor parse_descriptor(const Fields& f) {
   return d;
 }
 
-Fields document_fields(const Json& json) { return Fields(json, ""); }
-
 std::string element_path(std::string_view array, std::size_t i) {
   return std::string(array) + "[" + std::to_string(i) + "]";
 }
 
+// A Content-Type that names another kind of document (an HTML error page served with
+// 200, a manifest where an index was expected) is reported before the body is parsed.
+void expect_content_type(std::string_view content_type, bool (*is_expected)(std::string_view), const char* kind) {
+  std::string essence = essence_of(content_type);
+  if (is_schema1_type(essence)) throw FormatError(std::string(kSchema1Refused));
+  if (!is_generic(essence) && !is_expected(essence))
+    throw FormatError("media type " + quote(essence) + " is not an image " + kind);
+}
+
 Index parse_index_document(std::string_view bytes, std::string_view content_type) {
+  expect_content_type(content_type, is_index_type, "index");
   const Json json = detail::parse_json(bytes, kMaxManifestBytes);
-  const Fields doc = document_fields(json);
+  const Fields doc(json, "");
   Index index;
   index.media_type = media_type_of(doc, content_type, media_type::kOciIndex);
   if (!is_index_type(index.media_type))
@@ -74,8 +82,9 @@ Index parse_index_document(std::string_view bytes, std::string_view content_type
   const Json& entries = doc.array("manifests");
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const Fields entry(entries[i], element_path("manifests", i));
-    auto type = entry.optional_string("mediaType");
-    if (type && (is_index_type(*type) || is_manifest_type(*type))) {
+    const Json* type = entry.find("mediaType");
+    if (type && type->is_string() && (is_index_type(type->get_ref<const std::string&>()) ||
+                                      is_manifest_type(type->get_ref<const std::string&>()))) {
       index.manifests.push_back(parse_descriptor(entry));
       continue;
     }
@@ -91,8 +100,9 @@ Index parse_index_document(std::string_view bytes, std::string_view content_type
 }
 
 Manifest parse_manifest_document(std::string_view bytes, std::string_view content_type) {
+  expect_content_type(content_type, is_manifest_type, "manifest");
   const Json json = detail::parse_json(bytes, kMaxManifestBytes);
-  const Fields doc = document_fields(json);
+  const Fields doc(json, "");
   std::string type = media_type_of(doc, content_type, media_type::kOciManifest);
   if (is_schema1_type(type)) throw FormatError(std::string(kSchema1Refused));
   if (!is_manifest_type(type)) throw FormatError("media type " + quote(type) + " is not an image manifest");
@@ -124,7 +134,7 @@ ManifestKind kind_of(std::string_view content_type, std::string_view bytes) {
     throw FormatError("unsupported manifest media type " + quote(essence) + " (expected an image index or manifest)");
   const Json json = detail::parse_json(bytes, kMaxManifestBytes);
   if (!json.is_object()) throw FormatError("manifest is not a JSON object");
-  const Fields doc = document_fields(json);
+  const Fields doc(json, "");
   if (auto type = doc.optional_string("mediaType")) {
     if (is_index_type(*type)) return ManifestKind::Index;
     if (is_manifest_type(*type)) return ManifestKind::Manifest;

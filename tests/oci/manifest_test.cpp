@@ -128,6 +128,12 @@ TEST(Manifest, IndexIsNotAManifestAndBack) {
             "image manifest: media type \"application/vnd.oci.image.index.v1+json\" is not an image manifest");
   EXPECT_EQ(format_error_of([] { parse_index(samples::kOciManifest, mt::kOciManifest); }),
             "image index: media type \"application/vnd.oci.image.manifest.v1+json\" is not an image index");
+  // Told by the Content-Type alone: an error page is not parsed as JSON.
+  EXPECT_EQ(format_error_of([] { parse_manifest("<html>502 Bad Gateway</html>", "text/html; charset=utf-8"); }),
+            "image manifest: media type \"text/html\" is not an image manifest");
+  // Told by the document when the Content-Type says nothing.
+  EXPECT_EQ(format_error_of([] { parse_index(samples::kOciManifest, "application/json"); }),
+            "image index: media type \"application/vnd.oci.image.manifest.v1+json\" is not an image index");
 }
 
 TEST(Manifest, KindOfTellsIndexFromManifest) {
@@ -163,6 +169,7 @@ TEST(Manifest, UnknownIndexEntriesAreKeptOrDroppedButNeverAnError) {
   std::string doc = R"({"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[
     {"mediaType":"application/vnd.example.sbom+json","digest":"sha256:922badbaf192e1a4a5af64df422de6d73e96e70d0ab52245bd3d692bcea9cfad","size":10},
     {"mediaType":"application/vnd.example.future","digest":"blake9:zzz","size":-1},
+    {"mediaType":42},
     {"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:77cd300ffdf16f18318d6059f680f509a8b4572bfd4bfff182497390575a108e","size":7,"platform":{"os":"linux","architecture":"amd64"}}]})";
   Index index = parse_index(doc, mt::kOciIndex);
   ASSERT_EQ(index.manifests.size(), 2u);
