@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "oci/digest.hpp"
@@ -21,5 +22,10 @@ struct Descriptor {
   std::map<std::string, std::string> annotations;
   std::vector<std::string> urls;  // foreign and non-distributable layers
 };
+
+// Checks content fetched for `descriptor` (a manifest, a config): its size, then its
+// digest over exactly these bytes. Throws FormatError "size mismatch: ..." or
+// "digest mismatch: expected sha256:..., got sha256:...".
+void verify_content(const Descriptor& descriptor, std::string_view bytes);
 
 }  // namespace capsa::oci

@@ -49,19 +49,19 @@ const EVP_MD* evp_of(std::string_view algorithm) {
   throw Error("unsupported digest algorithm " + quote(algorithm) + " (capsa verifies sha256 and sha512)");
 }
 
-std::string hash_hex(std::string_view algorithm, std::string_view bytes) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int length = 0;
-  if (EVP_Digest(bytes.data(), bytes.size(), md, &length, evp_of(algorithm), nullptr) != 1)
-    throw Error("OpenSSL could not compute a " + std::string(algorithm) + " digest");
+std::string hex_of(const unsigned char* bytes, unsigned int length) {
   static constexpr char kHex[] = "0123456789abcdef";
   std::string hex;
   hex.reserve(2 * length);
   for (unsigned int i = 0; i < length; ++i) {
-    hex += kHex[md[i] >> 4];
-    hex += kHex[md[i] & 0xf];
+    hex += kHex[bytes[i] >> 4];
+    hex += kHex[bytes[i] & 0xf];
   }
   return hex;
+}
+
+[[noreturn]] void throw_openssl(std::string_view algorithm) {
+  throw Error("OpenSSL could not compute a " + std::string(algorithm) + " digest");
 }
 
 }  // namespace
@@ -85,9 +85,29 @@ Digest Digest::parse(std::string_view text) {
 }
 
 Digest Digest::compute(std::string_view algorithm, std::string_view bytes) {
-  return Digest(std::string(algorithm), hash_hex(algorithm, bytes));
+  Hasher hasher(algorithm);
+  hasher.update(bytes);
+  return hasher.finish();
 }
 
-bool Digest::matches(std::string_view bytes) const { return hash_hex(algorithm_, bytes) == hex_; }
+bool Digest::matches(std::string_view bytes) const { return compute(algorithm_, bytes) == *this; }
+
+void Hasher::FreeContext::operator()(evp_md_ctx_st* ctx) const { EVP_MD_CTX_free(ctx); }
+
+Hasher::Hasher(std::string_view algorithm) : algorithm_(algorithm), ctx_(EVP_MD_CTX_new()) {
+  if (!ctx_ || EVP_DigestInit_ex(ctx_.get(), evp_of(algorithm), nullptr) != 1) throw_openssl(algorithm);
+}
+
+void Hasher::update(std::string_view bytes) {
+  if (EVP_DigestUpdate(ctx_.get(), bytes.data(), bytes.size()) != 1) throw_openssl(algorithm_);
+}
+
+Digest Hasher::finish() {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  if (EVP_DigestFinal_ex(ctx_.get(), md, &length) != 1) throw_openssl(algorithm_);
+  if (EVP_DigestInit_ex(ctx_.get(), evp_of(algorithm_), nullptr) != 1) throw_openssl(algorithm_);
+  return Digest(algorithm_, hex_of(md, length));
+}
 
 }  // namespace capsa::oci

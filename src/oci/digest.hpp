@@ -4,8 +4,11 @@
 // algorithms it can verify, sha256 and sha512, and rejects anything else: a digest it
 // cannot check would defeat content addressing.
 
+#include <memory>
 #include <string>
 #include <string_view>
+
+struct evp_md_ctx_st;
 
 namespace capsa::oci {
 
@@ -27,9 +30,28 @@ class Digest {
   friend auto operator<=>(const Digest&, const Digest&) = default;
 
  private:
+  friend class Hasher;
   Digest(std::string algorithm, std::string hex) : algorithm_(std::move(algorithm)), hex_(std::move(hex)) {}
   std::string algorithm_;
   std::string hex_;
+};
+
+// Digest of a stream fed in pieces: a blob while it downloads, a layer's uncompressed
+// tar (its diff_id) while it is decompressed. Throws Error for an algorithm other than
+// sha256 and sha512.
+class Hasher {
+ public:
+  explicit Hasher(std::string_view algorithm = "sha256");
+  void update(std::string_view bytes);
+  // The digest of everything fed so far; the hasher then starts again from nothing.
+  Digest finish();
+
+ private:
+  struct FreeContext {
+    void operator()(evp_md_ctx_st* ctx) const;
+  };
+  std::string algorithm_;
+  std::unique_ptr<evp_md_ctx_st, FreeContext> ctx_;
 };
 
 }  // namespace capsa::oci

@@ -68,6 +68,19 @@ TEST(Digest, ComputedDigestsAgreeWithCoreutils) {
   EXPECT_EQ(Digest::sha256_of("").to_string(), kEmptySha256);
 }
 
+TEST(Digest, HasherFedInPiecesAgreesWithCoreutils) {
+  std::string blob;
+  for (int i = 0; i < 100000; ++i) blob += static_cast<char>(i * 7 + i / 256);
+  auto tool = test::run_process({"sha256sum"}, blob);
+  ASSERT_EQ(tool.exit_code, 0);
+  Hasher hasher;
+  for (std::size_t at = 0; at < blob.size(); at += 4093) hasher.update(std::string_view(blob).substr(at, 4093));
+  EXPECT_EQ(hasher.finish().hex(), tool.out.substr(0, 64));
+  // finish() starts again from nothing.
+  EXPECT_EQ(hasher.finish().to_string(), kEmptySha256);
+  EXPECT_THROW(Hasher("md5"), Error);
+}
+
 TEST(Digest, ComparesByValue) {
   EXPECT_EQ(Digest::parse(kEmptySha256), Digest::sha256_of(""));
   EXPECT_NE(Digest::sha256_of("a"), Digest::sha256_of("b"));

@@ -106,6 +106,19 @@ TEST(Manifest, FormattingDoesNotChangeTheParseButChangesTheDigest) {
   EXPECT_TRUE(Digest::sha256_of(compact).matches(compact));
 }
 
+TEST(Manifest, FetchedContentIsVerifiedAgainstItsDescriptor) {
+  const std::string config = R"({"rootfs":{"type":"layers","diff_ids":[]}})";
+  Descriptor d{std::string(mt::kOciConfig), Digest::sha256_of(config), static_cast<std::int64_t>(config.size()),
+               std::nullopt, {}, {}};
+  EXPECT_NO_THROW(verify_content(d, config));
+  std::string tampered = config;
+  tampered[2] = 'R';
+  EXPECT_EQ(format_error_of([&] { verify_content(d, tampered); }),
+            "digest mismatch: expected " + d.digest.to_string() + ", got " + Digest::sha256_of(tampered).to_string());
+  EXPECT_EQ(format_error_of([&] { verify_content(d, config + "\n"); }),
+            "size mismatch: expected 42 bytes for " + d.digest.to_string() + ", got 43");
+}
+
 TEST(Manifest, MediaTypeFieldMustEqualContentType) {
   auto message = format_error_of([] { parse_manifest(samples::kDockerManifest, mt::kOciManifest); });
   EXPECT_EQ(message, "image manifest: mediaType \"application/vnd.docker.distribution.manifest.v2+json\" does not match "
