@@ -17,7 +17,7 @@ namespace capsa::oci {
 struct Descriptor {
   std::string media_type;
   Digest digest;
-  std::int64_t size = 0;  // bytes; blobs must be checked against it too (§B2)
+  std::int64_t size = 0;             // bytes; blobs must be checked against it too (§B2)
   std::optional<Platform> platform;  // entries of an index only
   std::map<std::string, std::string> annotations;
   std::vector<std::string> urls;  // foreign and non-distributable layers

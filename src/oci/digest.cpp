@@ -2,7 +2,6 @@
 
 #include <openssl/evp.h>
 
-
 #include "oci/quoted.hpp"
 #include "util/error.hpp"
 
@@ -30,8 +29,8 @@ bool is_algorithm_grammar(std::string_view a) {
 bool is_encoded_grammar(std::string_view e) {
   if (e.empty()) return false;
   for (char c : e) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '=' ||
-              c == '_' || c == '-';
+    bool ok =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '=' || c == '_' || c == '-';
     if (!ok) return false;
   }
   return true;

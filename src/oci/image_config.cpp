@@ -28,11 +28,10 @@ std::vector<HistoryEntry> parse_history(const Fields& doc) {
   if (!entries->is_array()) throw FormatError("history: must be an array");
   for (std::size_t i = 0; i < entries->size(); ++i) {
     const Fields entry((*entries)[i], "history[" + std::to_string(i) + "]");
-    history.push_back(HistoryEntry{entry.optional_string("created").value_or(""),
-                                   entry.optional_string("created_by").value_or(""),
-                                   entry.optional_string("author").value_or(""),
-                                   entry.optional_string("comment").value_or(""),
-                                   entry.optional_bool("empty_layer").value_or(false)});
+    history.push_back(
+        HistoryEntry{entry.optional_string("created").value_or(""), entry.optional_string("created_by").value_or(""),
+                     entry.optional_string("author").value_or(""), entry.optional_string("comment").value_or(""),
+                     entry.optional_bool("empty_layer").value_or(false)});
   }
   return history;
 }

@@ -36,8 +36,8 @@ struct ImageConfig {
   std::string variant;
   std::string created;  // RFC 3339, as written; empty when absent
   std::string author;
-  std::string rootfs_type;        // "layers"
-  std::vector<Digest> diff_ids;   // sha256 of each *uncompressed* layer, base first
+  std::string rootfs_type;       // "layers"
+  std::vector<Digest> diff_ids;  // sha256 of each *uncompressed* layer, base first
   std::vector<HistoryEntry> history;
 
   // Under "config". Absent and null are both "not set" (Docker writes "Cmd": null).

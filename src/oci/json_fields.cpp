@@ -27,7 +27,8 @@ Json parse_json(std::string_view bytes, std::size_t max_bytes) {
                       std::to_string(max_bytes) + " bytes accepted");
   if (bytes.empty()) throw FormatError("the document is empty");
   auto limit_depth = [](int depth, Json::parse_event_t, Json&) {
-    if (depth > kMaxDepth) throw FormatError("not valid JSON: nested deeper than " + std::to_string(kMaxDepth) + " levels");
+    if (depth > kMaxDepth)
+      throw FormatError("not valid JSON: nested deeper than " + std::to_string(kMaxDepth) + " levels");
     return true;
   };
   try {

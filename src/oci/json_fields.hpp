@@ -37,8 +37,8 @@ class Fields {
   std::optional<bool> optional_bool(std::string_view key) const;
   std::optional<std::vector<std::string>> optional_strings(std::string_view key) const;
   std::map<std::string, std::string> string_map(std::string_view key) const;  // empty when absent
-  std::vector<std::string> keys_of(std::string_view key) const;  // an object's keys; empty when absent
-  Fields object(std::string_view key) const;  // required
+  std::vector<std::string> keys_of(std::string_view key) const;               // an object's keys; empty when absent
+  Fields object(std::string_view key) const;                                  // required
   std::optional<Fields> optional_object(std::string_view key) const;
   // A required array.
   const Json& array(std::string_view key) const;

@@ -83,8 +83,8 @@ Index parse_index_document(std::string_view bytes, std::string_view content_type
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const Fields entry(entries[i], element_path("manifests", i));
     const Json* type = entry.find("mediaType");
-    if (type && type->is_string() && (is_index_type(type->get_ref<const std::string&>()) ||
-                                      is_manifest_type(type->get_ref<const std::string&>()))) {
+    if (type && type->is_string() &&
+        (is_index_type(type->get_ref<const std::string&>()) || is_manifest_type(type->get_ref<const std::string&>()))) {
       index.manifests.push_back(parse_descriptor(entry));
       continue;
     }

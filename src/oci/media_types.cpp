@@ -16,27 +16,20 @@ std::string essence_of(std::string_view content_type) {
   return result;
 }
 
-bool is_index_type(std::string_view t) {
-  return t == media_type::kOciIndex || t == media_type::kDockerManifestList;
-}
+bool is_index_type(std::string_view t) { return t == media_type::kOciIndex || t == media_type::kDockerManifestList; }
 
-bool is_manifest_type(std::string_view t) {
-  return t == media_type::kOciManifest || t == media_type::kDockerManifest;
-}
+bool is_manifest_type(std::string_view t) { return t == media_type::kOciManifest || t == media_type::kDockerManifest; }
 
 bool is_schema1_type(std::string_view t) {
   return t == media_type::kDockerSchema1 || t == media_type::kDockerSchema1Signed;
 }
 
-bool is_config_type(std::string_view t) {
-  return t == media_type::kOciConfig || t == media_type::kDockerConfig;
-}
+bool is_config_type(std::string_view t) { return t == media_type::kOciConfig || t == media_type::kDockerConfig; }
 
 std::optional<Compression> layer_compression(std::string_view t) {
   using namespace media_type;
   if (t == kOciLayer || t == kOciLayerNondistributable) return Compression::None;
-  if (t == kOciLayerGzip || t == kOciLayerNondistributableGzip || t == kDockerLayerGzip ||
-      t == kDockerForeignLayerGzip)
+  if (t == kOciLayerGzip || t == kOciLayerNondistributableGzip || t == kDockerLayerGzip || t == kDockerForeignLayerGzip)
     return Compression::Gzip;
   if (t == kOciLayerZstd || t == kOciLayerNondistributableZstd) return Compression::Zstd;
   return std::nullopt;

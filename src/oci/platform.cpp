@@ -22,10 +22,10 @@ std::string lower(std::string s) {
 struct ArchAlias {
   std::string_view name, architecture, variant;
 };
-constexpr ArchAlias kArchAliases[] = {
-    {"x86_64", "amd64", ""}, {"x86-64", "amd64", ""}, {"aarch64", "arm64", "v8"}, {"armhf", "arm", "v7"},
-    {"armel", "arm", "v6"},  {"armv7l", "arm", "v7"}, {"armv6l", "arm", "v6"},  {"armv5tel", "arm", "v5"},
-    {"i386", "386", ""},     {"i686", "386", ""},     {"ppc64el", "ppc64le", ""}};
+constexpr ArchAlias kArchAliases[] = {{"x86_64", "amd64", ""}, {"x86-64", "amd64", ""},   {"aarch64", "arm64", "v8"},
+                                      {"armhf", "arm", "v7"},  {"armel", "arm", "v6"},    {"armv7l", "arm", "v7"},
+                                      {"armv6l", "arm", "v6"}, {"armv5tel", "arm", "v5"}, {"i386", "386", ""},
+                                      {"i686", "386", ""},     {"ppc64el", "ppc64le", ""}};
 
 // "v8", "v8.2", "8" -> 800, 802, 800: levels of one architecture family, comparable.
 std::optional<int> level_of(std::string_view variant) {
@@ -49,8 +49,8 @@ std::optional<int> level_of(std::string_view variant) {
 bool is_platform_word(std::string_view word) {
   if (word.empty()) return false;
   for (char c : word) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
-              c == '-';
+    bool ok =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
     if (!ok) return false;
   }
   return true;
@@ -112,7 +112,8 @@ Platform parse_platform(std::string_view text) {
     start = slash + 1;
   }
   bool all_words = std::all_of(parts.begin(), parts.end(), [](const auto& s) { return is_platform_word(s); });
-  if (parts.size() < 2 || parts.size() > 3 || !all_words) return fail("expected OS/ARCH[/VARIANT], e.g. linux/arm64/v8");
+  if (parts.size() < 2 || parts.size() > 3 || !all_words)
+    return fail("expected OS/ARCH[/VARIANT], e.g. linux/arm64/v8");
   Platform p{parts[0], parts[1], parts.size() == 3 ? parts[2] : ""};
   p = normalized(std::move(p));
   if (p.os != "linux") return fail("capsa runs only linux images");

@@ -48,7 +48,8 @@ Split split_reference(std::string_view ref) {
 ImageReference parse(std::string_view ref) {
   if (ref.empty()) throw FormatError("the reference is empty");
   if (auto scheme = ref.find("://"); scheme != std::string_view::npos)
-    throw FormatError("transport " + oci::quote(ref.substr(0, scheme)) + " is not supported; capsa pulls docker:// references");
+    throw FormatError("transport " + oci::quote(ref.substr(0, scheme)) +
+                      " is not supported; capsa pulls docker:// references");
   ImageReference result;
   result.written = std::string(ref);
   Split split = split_reference(ref);
@@ -64,7 +65,8 @@ ImageReference parse(std::string_view ref) {
   }
   if (auto why = grammar::repository_error(path)) throw FormatError(*why);
   result.repository = std::string(path);
-  if (result.is_docker_hub() && path.find('/') == std::string_view::npos) result.repository = "library/" + result.repository;
+  if (result.is_docker_hub() && path.find('/') == std::string_view::npos)
+    result.repository = "library/" + result.repository;
   if (split.has_tag) {
     if (auto why = grammar::tag_error(split.tag)) throw FormatError(*why);
     result.tag = std::string(split.tag);
@@ -86,8 +88,8 @@ std::string ImageReference::api_host() const { return is_docker_hub() ? "registr
 
 std::vector<std::string> ImageReference::credentials_keys() const {
   if (is_docker_hub())
-    return {"https://index.docker.io/v1/", "index.docker.io", "docker.io", "registry-1.docker.io",
-            "https://index.docker.io", "https://registry-1.docker.io"};
+    return {"https://index.docker.io/v1/", "index.docker.io",         "docker.io",
+            "registry-1.docker.io",        "https://index.docker.io", "https://registry-1.docker.io"};
   return {registry, "https://" + registry, "http://" + registry, "https://" + registry + "/v2/",
           "https://" + registry + "/v1/"};
 }

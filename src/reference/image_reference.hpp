@@ -15,11 +15,11 @@ namespace capsa::reference {
 inline constexpr std::string_view kDockerHub = "docker.io";
 
 struct ImageReference {
-  std::string registry;    // "docker.io" for Docker Hub and its aliases; else host[:port] as given
-  std::string repository;  // "library/ubuntu" for Docker Hub's one-component names
-  std::optional<std::string> tag;          // "latest" when neither tag nor digest was given
+  std::string registry;            // "docker.io" for Docker Hub and its aliases; else host[:port] as given
+  std::string repository;          // "library/ubuntu" for Docker Hub's one-component names
+  std::optional<std::string> tag;  // "latest" when neither tag nor digest was given
   std::optional<oci::Digest> digest;
-  std::string written;     // what followed "docker://", for default_sif_name()
+  std::string written;  // what followed "docker://", for default_sif_name()
 
   bool is_docker_hub() const { return registry == kDockerHub; }
   // The host the registry API answers on: registry-1.docker.io for Docker Hub.

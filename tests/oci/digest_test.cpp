@@ -1,7 +1,8 @@
 // Digests: the grammar registries use, and hashes that agree with sha256sum.
+#include "oci/digest.hpp"
+
 #include <gtest/gtest.h>
 
-#include "oci/digest.hpp"
 #include "support/process.hpp"
 #include "util/error.hpp"
 
@@ -40,7 +41,8 @@ const std::string kGrammar = "expected algorithm:hex, e.g. sha256:<64 hex digits
 INSTANTIATE_TEST_SUITE_P(
     All, DigestGrammar,
     testing::Values(BadDigest{"", kGrammar}, BadDigest{"sha256", kGrammar}, BadDigest{"sha256:", kGrammar},
-                    BadDigest{":" + std::string(64, 'a'), kGrammar}, BadDigest{"SHA256:" + std::string(64, 'a'), kGrammar},
+                    BadDigest{":" + std::string(64, 'a'), kGrammar},
+                    BadDigest{"SHA256:" + std::string(64, 'a'), kGrammar},
                     BadDigest{"sha256:" + std::string(63, 'a') + "!", kGrammar},
                     BadDigest{"sha256+:" + std::string(64, 'a'), kGrammar},
                     BadDigest{"sha256:" + std::string(63, 'a'), "sha256 needs 64 lower-case hex digits"},

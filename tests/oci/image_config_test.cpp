@@ -1,7 +1,8 @@
 // Image configs as Docker and OCI tools write them, and what capsa keeps from them.
+#include "oci/image_config.hpp"
+
 #include <gtest/gtest.h>
 
-#include "oci/image_config.hpp"
 #include "oci/media_types.hpp"
 #include "sample_documents.hpp"
 #include "support/temp_dir.hpp"
@@ -36,7 +37,8 @@ TEST(ImageConfig, FixtureBusyboxConfig) {
   EXPECT_TRUE(c.history[1].empty_layer);
   EXPECT_EQ(c.history[1].created_by, "/bin/sh -c #(nop)  CMD [\"/bin/sh\"]");
   // What Apptainer stores as oci-config.json: the "config" object.
-  EXPECT_EQ(c.config.dump(), R"({"Cmd":["/bin/sh"],"Env":["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]})");
+  EXPECT_EQ(c.config.dump(),
+            R"({"Cmd":["/bin/sh"],"Env":["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]})");
 }
 
 TEST(ImageConfig, DockerBuildConfigWithNullsAndEveryRunField) {
@@ -75,8 +77,9 @@ TEST(ImageConfig, NullAndAbsentRunFieldsAreUnset) {
 
 TEST(ImageConfig, MalformedConfigsNameTheField) {
   const std::string rootfs = R"("rootfs":{"type":"layers","diff_ids":[]})";
-  EXPECT_EQ(error_of("{"), "image config: not valid JSON: parse error at line 1, column 2: syntax error while parsing "
-                           "object key - unexpected end of input; expected string literal");
+  EXPECT_EQ(error_of("{"),
+            "image config: not valid JSON: parse error at line 1, column 2: syntax error while parsing "
+            "object key - unexpected end of input; expected string literal");
   EXPECT_EQ(error_of("{}"), "image config: rootfs: missing");
   EXPECT_EQ(error_of(R"({"rootfs":{"type":"layers"}})"), "image config: rootfs.diff_ids: missing");
   EXPECT_EQ(error_of(R"({"rootfs":{"type":"squashfs","diff_ids":[]}})"),

@@ -1,11 +1,12 @@
 // Indexes and manifests parsed from the bytes a registry sends, and every way such a
 // document can be wrong giving one line that names the field.
+#include "oci/manifest.hpp"
+
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "oci/manifest.hpp"
 #include "oci/media_types.hpp"
 #include "sample_documents.hpp"
 #include "support/temp_dir.hpp"
@@ -108,8 +109,12 @@ TEST(Manifest, FormattingDoesNotChangeTheParseButChangesTheDigest) {
 
 TEST(Manifest, FetchedContentIsVerifiedAgainstItsDescriptor) {
   const std::string config = R"({"rootfs":{"type":"layers","diff_ids":[]}})";
-  Descriptor d{std::string(mt::kOciConfig), Digest::sha256_of(config), static_cast<std::int64_t>(config.size()),
-               std::nullopt, {}, {}};
+  Descriptor d{std::string(mt::kOciConfig),
+               Digest::sha256_of(config),
+               static_cast<std::int64_t>(config.size()),
+               std::nullopt,
+               {},
+               {}};
   EXPECT_NO_THROW(verify_content(d, config));
   std::string tampered = config;
   tampered[2] = 'R';
@@ -121,8 +126,9 @@ TEST(Manifest, FetchedContentIsVerifiedAgainstItsDescriptor) {
 
 TEST(Manifest, MediaTypeFieldMustEqualContentType) {
   auto message = format_error_of([] { parse_manifest(samples::kDockerManifest, mt::kOciManifest); });
-  EXPECT_EQ(message, "image manifest: mediaType \"application/vnd.docker.distribution.manifest.v2+json\" does not match "
-                     "the Content-Type \"application/vnd.oci.image.manifest.v1+json\"");
+  EXPECT_EQ(message,
+            "image manifest: mediaType \"application/vnd.docker.distribution.manifest.v2+json\" does not match "
+            "the Content-Type \"application/vnd.oci.image.manifest.v1+json\"");
   message = format_error_of([] { parse_index(samples::kDockerManifestList, mt::kOciIndex); });
   EXPECT_NE(message.find("does not match the Content-Type"), std::string::npos) << message;
 }
@@ -131,8 +137,8 @@ TEST(Manifest, GenericContentTypeFallsBackToTheDocument) {
   EXPECT_EQ(parse_manifest(samples::kDockerManifest, "application/json").media_type, mt::kDockerManifest);
   EXPECT_EQ(parse_index(samples::kDockerManifestList, "").media_type, mt::kDockerManifestList);
   // No mediaType field and no telling Content-Type: OCI, the spec's default.
-  std::string no_type = replace(std::string(samples::kOciManifest),
-                                "\"mediaType\": \"application/vnd.oci.image.manifest.v1+json\",", "");
+  std::string no_type =
+      replace(std::string(samples::kOciManifest), "\"mediaType\": \"application/vnd.oci.image.manifest.v1+json\",", "");
   EXPECT_EQ(parse_manifest(no_type, "application/octet-stream").media_type, mt::kOciManifest);
 }
 
@@ -163,12 +169,13 @@ TEST(Manifest, KindOfTellsIndexFromManifest) {
 }
 
 TEST(Manifest, KindOfRefusesWhatIsNeither) {
-  EXPECT_NE(format_error_of([] { kind_of("application/vnd.docker.distribution.manifest.v1+prettyjws", "{}"); })
-                .find("Docker schema 1 manifests are not supported"),
+  EXPECT_NE(format_error_of([] {
+              kind_of("application/vnd.docker.distribution.manifest.v1+prettyjws", "{}");
+            }).find("Docker schema 1 manifests are not supported"),
             std::string::npos);
-  EXPECT_NE(format_error_of([] { kind_of("application/json", R"({"schemaVersion":1,"fsLayers":[]})"); })
-                .find("schema 1"),
-            std::string::npos);
+  EXPECT_NE(
+      format_error_of([] { kind_of("application/json", R"({"schemaVersion":1,"fsLayers":[]})"); }).find("schema 1"),
+      std::string::npos);
   EXPECT_EQ(format_error_of([] { kind_of("text/html", "<html>"); }),
             "unsupported manifest media type \"text/html\" (expected an image index or manifest)");
   EXPECT_EQ(format_error_of([] { kind_of("application/json", R"({"hello":"world"})"); }),
@@ -230,7 +237,8 @@ std::vector<Broken> broken_manifests() {
        "image manifest: config: missing"},
       {"no-layers", oci_manifest_with("\"layers\"", "\"layer\""), std::string(mt::kOciManifest),
        "image manifest: layers: missing"},
-      {"layers-object", R"({"schemaVersion":2,"config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"sha256:15bb04d9cb3817ba57f751dc189c10dbd906b0587dcb4f252c95df1c4ba8c036","size":1},"layers":{}})",
+      {"layers-object",
+       R"({"schemaVersion":2,"config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"sha256:15bb04d9cb3817ba57f751dc189c10dbd906b0587dcb4f252c95df1c4ba8c036","size":1},"layers":{}})",
        std::string(mt::kOciManifest), "image manifest: layers: must be an array"},
       {"negative-size", oci_manifest_with("\"size\": 4067", "\"size\": -4067"), std::string(mt::kOciManifest),
        "image manifest: layers[1].size: must be a non-negative integer"},
@@ -262,7 +270,8 @@ std::vector<Broken> broken_manifests() {
       {"unknown-layer-type",
        oci_manifest_with("application/vnd.oci.image.layer.v1.tar+zstd", "application/vnd.example.layer.v1.squashfs"),
        std::string(mt::kOciManifest),
-       "image manifest: layers[1].mediaType: unsupported layer media type \"application/vnd.example.layer.v1.squashfs\""},
+       "image manifest: layers[1].mediaType: unsupported layer media type "
+       "\"application/vnd.example.layer.v1.squashfs\""},
       {"helm-chart",
        oci_manifest_with("application/vnd.oci.image.config.v1+json", "application/vnd.cncf.helm.config.v1+json"),
        std::string(mt::kOciManifest),
@@ -296,7 +305,8 @@ INSTANTIATE_TEST_SUITE_P(All, BrokenManifest, testing::ValuesIn(broken_manifests
 
 TEST(Manifest, BrokenIndexesNameTheEntry) {
   std::string missing_platform_os = replace(std::string(samples::kDockerManifestList), R"("os": "linux",
-            "variant": "v7")", R"("variant": "v7")");
+            "variant": "v7")",
+                                            R"("variant": "v7")");
   EXPECT_EQ(format_error_of([&] { parse_index(missing_platform_os, mt::kDockerManifestList); }),
             "image index: manifests[1].platform.os: missing");
   EXPECT_EQ(format_error_of([] { parse_index(R"({"schemaVersion":2})", mt::kOciIndex); }),

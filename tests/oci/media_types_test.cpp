@@ -1,7 +1,7 @@
 // Which media types capsa accepts where (§B3, §B7 of the protocol notes).
-#include <gtest/gtest.h>
-
 #include "oci/media_types.hpp"
+
+#include <gtest/gtest.h>
 
 namespace capsa::oci {
 namespace {
@@ -36,8 +36,8 @@ TEST(MediaTypes, ManifestIndexAndConfigTypes) {
 }
 
 TEST(MediaTypes, AcceptHeaderNamesTheFourModernTypes) {
-  for (auto type : {media_type::kOciIndex, media_type::kDockerManifestList, media_type::kOciManifest,
-                    media_type::kDockerManifest})
+  for (auto type :
+       {media_type::kOciIndex, media_type::kDockerManifestList, media_type::kOciManifest, media_type::kDockerManifest})
     EXPECT_NE(kManifestAccept.find(type), std::string_view::npos) << type;
   EXPECT_EQ(kManifestAccept.find("v1+prettyjws"), std::string_view::npos);
 }

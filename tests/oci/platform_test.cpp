@@ -1,7 +1,8 @@
 // Platform names as users and uname write them, and which images run where.
+#include "oci/platform.hpp"
+
 #include <gtest/gtest.h>
 
-#include "oci/platform.hpp"
 #include "oci/quoted.hpp"
 #include "support/process.hpp"
 #include "util/error.hpp"
@@ -32,14 +33,14 @@ INSTANTIATE_TEST_SUITE_P(
                     Spelling{"linux/ppc64le", "linux/ppc64le"}, Spelling{"linux/riscv64", "linux/riscv64"}));
 
 TEST(Platform, MalformedPlatformsAreRefused) {
-  for (const char* bad : {"", "linux", "linux/", "/amd64", "linux/amd64/", "linux/arm/v7/extra", "linux//v7", "linux/am d64",
-                          "linux/amd64\n"}) {
+  for (const char* bad : {"", "linux", "linux/", "/amd64", "linux/amd64/", "linux/arm/v7/extra", "linux//v7",
+                          "linux/am d64", "linux/amd64\n"}) {
     try {
       parse_platform(bad);
       ADD_FAILURE() << bad;
     } catch (const FormatError& e) {
-      EXPECT_EQ(std::string(e.what()), "invalid platform " + quote(bad) +
-                                           ": expected OS/ARCH[/VARIANT], e.g. linux/arm64/v8");
+      EXPECT_EQ(std::string(e.what()),
+                "invalid platform " + quote(bad) + ": expected OS/ARCH[/VARIANT], e.g. linux/arm64/v8");
     }
   }
   EXPECT_THROW(

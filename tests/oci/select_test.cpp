@@ -1,10 +1,11 @@
 // Choosing the image for a platform from an index: what a user on each kind of machine
 // gets from the multi-platform images registries serve.
+#include "oci/select.hpp"
+
 #include <gtest/gtest.h>
 
 #include "oci/manifest.hpp"
 #include "oci/media_types.hpp"
-#include "oci/select.hpp"
 #include "sample_documents.hpp"
 #include "util/error.hpp"
 
@@ -27,9 +28,9 @@ std::string choose(const Index& index, std::string_view platform) {
 }
 
 Index index_of(const std::string& entries) {
-  return parse_index(R"({"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[)" +
-                         entries + "]}",
-                     mt::kOciIndex);
+  return parse_index(
+      R"({"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[)" + entries + "]}",
+      mt::kOciIndex);
 }
 
 std::string entry(const std::string& platform_json, char digit) {
@@ -98,9 +99,9 @@ TEST(Select, AHigherFeatureLevelIsNotChosenForALowerHost) {
 }
 
 TEST(Select, UnknownMediaTypesAreSkipped) {
-  Index index = index_of(
-      R"({"mediaType":"application/vnd.example.wasm","size":1,"digest":"sha256:)" + std::string(64, '9') +
-      R"(","platform":{"os":"linux","architecture":"amd64"}},)" + entry(R"({"os":"linux","architecture":"amd64"})", '1'));
+  Index index = index_of(R"({"mediaType":"application/vnd.example.wasm","size":1,"digest":"sha256:)" +
+                         std::string(64, '9') + R"(","platform":{"os":"linux","architecture":"amd64"}},)" +
+                         entry(R"({"os":"linux","architecture":"amd64"})", '1'));
   EXPECT_EQ(select_manifest(index, parse_platform("linux/amd64"), "img").digest.hex(), std::string(64, '1'));
 }
 

@@ -1,8 +1,9 @@
 // docker:// references as users write them: Docker Hub normalisation, registries with
 // ports, digests, and the file name `pull` picks, as Apptainer does.
+#include "reference/image_reference.hpp"
+
 #include <gtest/gtest.h>
 
-#include "reference/image_reference.hpp"
 #include "util/error.hpp"
 
 namespace capsa::reference {
@@ -42,8 +43,8 @@ INSTANTIATE_TEST_SUITE_P(
              "ubuntu_latest.sif"},
         Case{"ubuntu", "docker.io", "library/ubuntu", "latest", "", "docker.io/library/ubuntu:latest",
              "ubuntu_latest.sif"},
-        Case{"docker://ubuntu:22.04", "docker.io", "library/ubuntu", "22.04", "",
-             "docker.io/library/ubuntu:22.04", "ubuntu_22.04.sif"},
+        Case{"docker://ubuntu:22.04", "docker.io", "library/ubuntu", "22.04", "", "docker.io/library/ubuntu:22.04",
+             "ubuntu_22.04.sif"},
         Case{"docker://library/ubuntu:22.04", "docker.io", "library/ubuntu", "22.04", "",
              "docker.io/library/ubuntu:22.04", "ubuntu_22.04.sif"},
         Case{"docker://docker.io/ubuntu", "docker.io", "library/ubuntu", "latest", "",
@@ -68,8 +69,8 @@ INSTANTIATE_TEST_SUITE_P(
              "busybox_latest.sif"},
         Case{"docker://ghcr.io/owner/repo.name_x__y-z---w:V1.2_rc-3", "ghcr.io", "owner/repo.name_x__y-z---w",
              "V1.2_rc-3", "", "ghcr.io/owner/repo.name_x__y-z---w:V1.2_rc-3", "repo.name_x__y-z---w_V1.2_rc-3.sif"},
-        Case{"docker://my-registry.example.com:443/team/app", "my-registry.example.com:443", "team/app", "latest",
-             "", "my-registry.example.com:443/team/app:latest", "app_latest.sif"},
+        Case{"docker://my-registry.example.com:443/team/app", "my-registry.example.com:443", "team/app", "latest", "",
+             "my-registry.example.com:443/team/app:latest", "app_latest.sif"},
         // Docker's rule: one component, so "localhost:5000" is name localhost, tag 5000.
         Case{"localhost:5000", "docker.io", "library/localhost", "5000", "", "docker.io/library/localhost:5000",
              "localhost_5000.sif"},
@@ -126,12 +127,11 @@ INSTANTIATE_TEST_SUITE_P(
         Invalid{"foo/bar/", "repository \"foo/bar/\"" + kRepositoryRule},
         Invalid{"a..b", "repository \"a..b\"" + kRepositoryRule},
         Invalid{"a___b", "repository \"a___b\"" + kRepositoryRule},
-        Invalid{"-a", "repository \"-a\"" + kRepositoryRule},
-        Invalid{"a-", "repository \"a-\"" + kRepositoryRule},
+        Invalid{"-a", "repository \"-a\"" + kRepositoryRule}, Invalid{"a-", "repository \"a-\"" + kRepositoryRule},
         Invalid{"has space", "repository \"has space\"" + kRepositoryRule},
-        Invalid{"nvcr.io/", "repository \"\"" + kRepositoryRule},
-        Invalid{"ubuntu:", "tag \"\"" + kTagRule}, Invalid{"ubuntu:.hidden", "tag \".hidden\"" + kTagRule},
-        Invalid{"ubuntu:-x", "tag \"-x\"" + kTagRule}, Invalid{"ubuntu:a+b", "tag \"a+b\"" + kTagRule},
+        Invalid{"nvcr.io/", "repository \"\"" + kRepositoryRule}, Invalid{"ubuntu:", "tag \"\"" + kTagRule},
+        Invalid{"ubuntu:.hidden", "tag \".hidden\"" + kTagRule}, Invalid{"ubuntu:-x", "tag \"-x\"" + kTagRule},
+        Invalid{"ubuntu:a+b", "tag \"a+b\"" + kTagRule},
         Invalid{"ubuntu:" + std::string(129, 't'), "tag \"" + std::string(129, 't') + "\"" + kTagRule},
         Invalid{"ubuntu@sha256:abc", "invalid digest \"sha256:abc\": sha256 needs 64 lower-case hex digits"},
         Invalid{"ubuntu@", "invalid digest \"\": expected algorithm:hex, e.g. sha256:<64 hex digits>"},
@@ -153,7 +153,8 @@ TEST(Reference, ControlCharactersAreEscapedInMessages) {
     parse_image_reference("ubuntu\n:latest");
     FAIL();
   } catch (const FormatError& e) {
-    EXPECT_STREQ(e.what(), ("invalid image reference \"ubuntu\\n:latest\": repository \"ubuntu\\n\"" + kRepositoryRule).c_str());
+    EXPECT_STREQ(e.what(),
+                 ("invalid image reference \"ubuntu\\n:latest\": repository \"ubuntu\\n\"" + kRepositoryRule).c_str());
   }
 }
 
