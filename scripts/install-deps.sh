@@ -8,7 +8,6 @@ packages="
   build-essential cmake ninja-build pkg-config git
   clang libclang-rt-14-dev
   libgtest-dev libgmock-dev
-  skopeo umoci
   libcli11-dev nlohmann-json3-dev libssl-dev
   libsquashfs-dev squashfs-tools-ng squashfs-tools
   libarchive-dev libcurl4-openssl-dev libfuse3-dev fuse3 squashfuse
