@@ -1,0 +1,202 @@
+// RegistryClient::fetch_blob: one blob into a file, resumable and verified (B5).
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <memory>
+
+#include "registry/backoff.hpp"
+#include "registry/client.hpp"
+#include "registry/digest.hpp"
+#include "util/fd.hpp"
+
+namespace capsa::registry {
+
+namespace {
+
+struct ContentRange {
+  std::uint64_t first = 0;
+  std::uint64_t last = 0;
+  std::optional<std::uint64_t> total;  // "*" when unknown
+};
+
+// "bytes FIRST-LAST/TOTAL" (RFC 9110 §14.4).
+std::optional<ContentRange> parse_content_range(std::string_view value) {
+  if (!value.starts_with("bytes ")) return std::nullopt;
+  value.remove_prefix(6);
+  ContentRange range;
+  auto read = [&](std::uint64_t& number, char stop) {
+    auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), number);
+    if (error != std::errc() || end == value.data()) return false;
+    value.remove_prefix(static_cast<size_t>(end - value.data()));
+    if (stop == '\0') return value.empty();
+    if (value.empty() || value.front() != stop) return false;
+    value.remove_prefix(1);
+    return true;
+  };
+  if (!read(range.first, '-') || !read(range.last, '/') || range.last < range.first) return std::nullopt;
+  if (value != "*") {
+    std::uint64_t total = 0;
+    if (!read(total, '\0') || total <= range.last) return std::nullopt;
+    range.total = total;
+  }
+  return range;
+}
+
+// Writes the body into the file at the resume offset and hashes it on the way.
+class BlobWriter : public BodyConsumer {
+ public:
+  BlobWriter(int fd, std::uint64_t offset, std::unique_ptr<Hasher> hasher, const BlobTarget& blob,
+             const std::string& where, const ProgressFn& progress, const ClientOptions& options)
+      : fd_(fd), offset_(offset), hasher_(std::move(hasher)), blob_(blob), where_(where), progress_(progress),
+        options_(options) {}
+
+  Decision begin(const HttpResponse& head) override {
+    if (head.status == 206) {
+      auto range = parse_content_range(head.header("content-range").value_or(""));
+      if (!range || range->first != offset_ || (blob_.size && range->total && *range->total != *blob_.size)) {
+        range_mismatch_ = true;
+        return Decision::kAbort;
+      }
+      return Decision::kStream;
+    }
+    if (head.status == 200) {
+      if (offset_ > 0) {
+        // The server ignored Range: never append a whole body to the partial file (B5).
+        if (options_.log) options_.log(where_ + " ignored the Range request; downloading " + blob_.digest + " from the start");
+        restart();
+      }
+      return Decision::kStream;
+    }
+    return Decision::kCapture;
+  }
+
+  void write(std::span<const char> data) override {
+    if (blob_.size && offset_ + data.size() > *blob_.size)
+      throw RegistryError(ErrorKind::kProtocol, where_ + " sent more than the " + std::to_string(*blob_.size) +
+                                                    " bytes of blob " + blob_.digest);
+    write_all_at(fd_, {reinterpret_cast<const std::uint8_t*>(data.data()), data.size()}, offset_);
+    hasher_->update(data);
+    offset_ += data.size();
+    if (progress_) progress_(offset_, blob_.size);
+  }
+
+  void restart() {
+    truncate_file(fd_);
+    offset_ = 0;
+    hasher_ = std::make_unique<Hasher>(parse_digest(blob_.digest).algorithm);
+  }
+
+  static void truncate_file(int fd) {
+    if (::ftruncate(fd, 0) != 0) throw_errno("truncating a partial download");
+  }
+
+  bool range_mismatch() const { return range_mismatch_; }
+  std::uint64_t offset() const { return offset_; }
+  std::string finish() { return hasher_->finish(); }
+
+ private:
+  int fd_;
+  std::uint64_t offset_;
+  std::unique_ptr<Hasher> hasher_;
+  const BlobTarget& blob_;
+  const std::string& where_;
+  const ProgressFn& progress_;
+  const ClientOptions& options_;
+  bool range_mismatch_ = false;
+};
+
+enum class Outcome { kDone, kRetry, kDigestMismatch };
+
+}  // namespace
+
+void RegistryClient::fetch_blob(const std::string& repository, const BlobTarget& blob, const ProgressFn& progress,
+                                const std::atomic<bool>* cancel) {
+  const std::string algorithm = parse_digest(blob.digest).algorithm;
+  const std::string where = registry_ + "/" + repository;
+  const std::string what = "blob " + blob.digest;
+  UniqueFd file = open_file(blob.path, O_RDWR | O_CREAT, 0644);
+  SessionLease session(*this);
+  Backoff backoff(options_, cancel);
+  bool mismatch_retried = false;
+
+  // The digest of what is already in the file (the resume point), or nullopt to start over.
+  auto resume_state = [&]() -> std::pair<std::uint64_t, std::unique_ptr<Hasher>> {
+    std::uint64_t have = file_size(file.get());
+    if (blob.size && have > *blob.size) {
+      BlobWriter::truncate_file(file.get());
+      have = 0;
+    }
+    auto hasher = std::make_unique<Hasher>(algorithm);
+    hasher->update_from_file(file.get(), have);
+    return {have, std::move(hasher)};
+  };
+
+  for (;;) {
+    auto [have, hasher] = resume_state();
+    if (blob.size && have == *blob.size && have > 0) {
+      if (hasher->finish() == blob.digest) return;  // completed by an earlier run
+      BlobWriter::truncate_file(file.get());
+      continue;
+    }
+    HttpRequest request;
+    request.url = base_url() + "/v2/" + repository + "/blobs/" + blob.digest;
+    request.cancel = cancel;
+    if (have > 0) request.headers.push_back("Range: bytes=" + std::to_string(have) + "-");
+    BlobWriter writer(file.get(), have, std::move(hasher), blob, where, progress, options_);
+
+    Outcome outcome = Outcome::kRetry;
+    std::string reason;
+    ErrorKind failure = ErrorKind::kServer;
+    std::optional<std::chrono::milliseconds> wait;
+    try {
+      // Each attempt starts at the registry URL, so an expired pre-signed redirect is renewed.
+      const HttpResponse response = send(*session, repository, request, &writer);
+      if (writer.range_mismatch()) {
+        reason = where + " answered a Range request for " + what + " with a different Content-Range";
+        BlobWriter::truncate_file(file.get());
+      } else if (response.status == 416) {
+        // "Range not satisfiable": the file may already be complete, else start over.
+        auto [now_have, check] = resume_state();
+        if ((!blob.size || now_have == *blob.size) && check->finish() == blob.digest) return;
+        reason = where + " refused the resume point of " + what;
+        BlobWriter::truncate_file(file.get());
+      } else if (response.status == 200 || response.status == 206) {
+        if (blob.size && writer.offset() != *blob.size) {
+          reason = where + " ended " + what + " after " + std::to_string(writer.offset()) + " of " +
+                   std::to_string(*blob.size) + " bytes";
+        } else {
+          outcome = writer.finish() == blob.digest ? Outcome::kDone : Outcome::kDigestMismatch;
+        }
+      } else if (is_retriable_status(response.status)) {
+        reason = where + " answered HTTP " + std::to_string(response.status) + " for " + what;
+        wait = retry_after(response);
+      } else {
+        throw status_error(response, repository, what);
+      }
+    } catch (const TransportError& e) {
+      if (!e.retriable()) throw;
+      reason = e.what();
+      failure = e.kind();
+    }
+    if (outcome == Outcome::kDone) return;
+    if (outcome == Outcome::kDigestMismatch) {
+      BlobWriter::truncate_file(file.get());
+      if (mismatch_retried) {
+        ::unlink(blob.path.c_str());
+        throw RegistryError(ErrorKind::kDigestMismatch, what + " from " + where +
+                                                            " does not match its digest (downloaded twice); the "
+                                                            "registry is serving corrupt data");
+      }
+      mismatch_retried = true;
+      if (options_.log) options_.log(what + " from " + where + " does not match its digest; downloading it again");
+      continue;
+    }
+    if (!backoff.wait(reason, wait))
+      throw RegistryError(failure, reason + " (gave up after " + std::to_string(backoff.attempts_made()) +
+                                                  " attempts; run again to resume)");
+  }
+}
+
+}  // namespace capsa::registry
