@@ -34,6 +34,11 @@ class Cursor {
     return std::string(text_.substr(start, pos_ - start));
   }
   void advance() { ++pos_; }
+  std::string bare_value() {
+    size_t start = pos_;
+    while (!done() && text_[pos_] != ',' && text_[pos_] != ' ' && text_[pos_] != '\t') ++pos_;
+    return std::string(text_.substr(start, pos_ - start));
+  }
   std::string quoted() {  // at the opening quote
     std::string value;
     ++pos_;
@@ -64,7 +69,9 @@ bool read_param(Cursor& cursor, Challenge& challenge) {
   }
   cursor.advance();  // the '='
   cursor.skip_spaces();
-  std::string value = cursor.peek() == '"' ? cursor.quoted() : cursor.token();
+  // Unquoted values should be tokens, but registries send bare URLs (realm=https://…):
+  // take everything up to the next comma or space.
+  std::string value = cursor.peek() == '"' ? cursor.quoted() : cursor.bare_value();
   challenge.params[lower(name)] = value;
   return true;
 }

@@ -121,7 +121,7 @@ ManifestResponse RegistryClient::get_manifest(const std::string& repository, con
 
     ManifestResponse manifest;
     manifest.media_type = media_type_of(response);
-    if (manifest.media_type.find("manifest.v1+") != std::string::npos)
+    if (manifest.media_type.starts_with("application/vnd.docker.distribution.manifest.v1+"))
       throw RegistryError(ErrorKind::kUnsupportedMediaType,
                           what + " from " + registry_ + " is a Docker schema 1 manifest (" + manifest.media_type +
                               "), which capsa does not support; re-push the image with a current docker or skopeo");

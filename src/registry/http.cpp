@@ -4,6 +4,7 @@
 #include <openssl/x509.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cctype>
 #include <exception>
 
@@ -35,6 +36,12 @@ struct Transfer {
   BodyConsumer::Decision decision = BodyConsumer::Decision::kCapture;
   bool body_too_large = false;
   std::exception_ptr error;
+  // Stall detection by "no byte for stall_seconds": libcurl's LOW_SPEED check averages over a
+  // window of several seconds, so after a burst it notices a dead server only late.
+  std::chrono::seconds stall_limit{0};
+  curl_off_t last_received = -1;
+  std::chrono::steady_clock::time_point last_activity = std::chrono::steady_clock::now();
+  bool stalled = false;
 
   void begin() {
     begun = true;
@@ -90,10 +97,19 @@ size_t on_body(char* data, size_t size, size_t count, void* user) {
   return 0;
 }
 
-int on_progress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+int on_progress(void* user, curl_off_t, curl_off_t received, curl_off_t, curl_off_t sent) {
   auto* transfer = static_cast<Transfer*>(user);
   const auto* cancel = transfer->request->cancel;
-  return cancel != nullptr && cancel->load() ? 1 : 0;
+  if (cancel != nullptr && cancel->load()) return 1;
+  const auto now = std::chrono::steady_clock::now();
+  if (received + sent != transfer->last_received) {
+    transfer->last_received = received + sent;
+    transfer->last_activity = now;
+  } else if (transfer->stall_limit.count() > 0 && now - transfer->last_activity > transfer->stall_limit) {
+    transfer->stalled = true;
+    return 1;
+  }
+  return 0;
 }
 
 // Adds options.ca_file to the system trust store instead of replacing it (CURLOPT_CAINFO
@@ -104,8 +120,7 @@ CURLcode add_extra_ca(CURL*, void* ssl_ctx, void* ca_file) {
   return CURLE_OK;
 }
 
-TransportError transport_error(CURLcode code, const std::string& host, const char* detail,
-                               const ClientOptions& options) {
+TransportError transport_error(CURLcode code, const std::string& host, const char* detail) {
   std::string why = (detail != nullptr && *detail != '\0') ? detail : curl_easy_strerror(code);
   switch (code) {
     case CURLE_COULDNT_RESOLVE_HOST:
@@ -116,8 +131,7 @@ TransportError transport_error(CURLcode code, const std::string& host, const cha
       return {ErrorKind::kUnreachable, "registry " + host + " is unreachable: " + why, true};
     case CURLE_OPERATION_TIMEDOUT:
       return {ErrorKind::kStalled,
-              "registry " + host + " stopped answering (no data for " + std::to_string(options.stall_seconds) +
-                  " s or connect timeout): " + why,
+              "registry " + host + " did not answer in time: " + why,
               true};
     case CURLE_PEER_FAILED_VERIFICATION:
     case CURLE_SSL_CONNECT_ERROR:
@@ -219,6 +233,7 @@ HttpResponse HttpSession::perform(const HttpRequest& request, BodyConsumer* cons
   transfer.easy = easy_.get();
   transfer.request = &request;
   transfer.consumer = consumer;
+  transfer.stall_limit = std::chrono::seconds(options_.stall_seconds);
   char error_buffer[CURL_ERROR_SIZE] = {};
   CURL* easy = easy_.get();
   curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, error_buffer);
@@ -240,8 +255,12 @@ HttpResponse HttpSession::perform(const HttpRequest& request, BodyConsumer* cons
   if (transfer.body_too_large)
     throw RegistryError(ErrorKind::kProtocol, "answer from " + host + " is larger than " +
                                                   std::to_string(request.max_body) + " bytes");
+  if (transfer.stalled)
+    throw TransportError(ErrorKind::kStalled,
+                         "registry " + host + " stopped sending (no data for " + std::to_string(options_.stall_seconds) + " s)",
+                         true);
   if (code != CURLE_OK && !(code == CURLE_WRITE_ERROR && transfer.response.aborted_by_consumer))
-    throw transport_error(code, host, error_buffer, options_);
+    throw transport_error(code, host, error_buffer);
   char* effective = nullptr;
   curl_easy_getinfo(easy, CURLINFO_EFFECTIVE_URL, &effective);
   if (effective != nullptr) transfer.response.effective_url = effective;

@@ -26,7 +26,7 @@ class EchoOff {
   EchoOff(const EchoOff&) = delete;
   EchoOff& operator=(const EchoOff&) = delete;
   ~EchoOff() {
-    if (active_) ::tcsetattr(fd_, TCSAFLUSH, &saved_);
+    if (active_) ::tcsetattr(fd_, TCSANOW, &saved_);
   }
 
  private:
@@ -63,9 +63,10 @@ Credentials prompt_for_credentials(int in_fd, int out_fd, const std::string& reg
   credentials.source = "--docker-login";
   say(out_fd, "Enter Docker Username for " + registry + ": ");
   credentials.username = read_line(in_fd);
-  say(out_fd, "Enter Docker Password: ");
   {
+    // Echo goes off before the prompt appears, so nothing typed after it is ever shown.
     EchoOff quiet(in_fd);
+    say(out_fd, "Enter Docker Password: ");
     credentials.password = read_line(in_fd);
   }
   if (credentials.username.empty()) throw Error("--docker-login: the username is empty");
