@@ -1,28 +1,73 @@
-# capsa_add_test_suite(NAME SOURCES... [ROOT_ONLY])
+# capsa_add_test_suite(NAME SOURCES... [ROOT_ONLY] [REGISTRY])
 #   One GoogleTest binary, registered as NAME.root (as the invoking user) and NAME.user
 #   (as the unprivileged test user; skipped with exit code 77 when that user is missing).
 #   Every suite sees the fixture locations through the environment:
 #     CAPSA_SHARED_FIXTURES  ../shared/fixtures (upstream-made files, read-only)
 #     CAPSA_TEST_FIXTURES    fixtures built by tests/fixtures/*.sh (cached by script hash)
 #     CAPSA_BINARY           the capsa CLI under test
+#   REGISTRY: the suite needs the test registries (tests/registry/start.sh, started once by
+#   the registry.start test, stopped by registry.stop) and also sees
+#     CAPSA_TEST_REGISTRY        127.0.0.1:PORT  plain HTTP, no auth
+#     CAPSA_TEST_REGISTRY_TOKEN  127.0.0.1:PORT  HTTPS + Bearer token auth
+#     CAPSA_TEST_REGISTRY_AUTH   https://127.0.0.1:PORT/token  its token service
+#     CAPSA_TEST_REGISTRY_BASIC  127.0.0.1:PORT  HTTPS + Basic auth
+#     CAPSA_TEST_CA              the CA (PEM) that signed the HTTPS servers' certificate
+#     CAPSA_TEST_REGISTRY_STATE  the state folder (env, env.json with the API key and the
+#                                Basic password, which exist only once the servers run)
+#     CAPSA_TEST_REGISTRY_TOOLS  tests/registry (umoci-unpack.sh, tree-manifest.py)
 set(CAPSA_SHARED_FIXTURE_DIR "${CMAKE_SOURCE_DIR}/../shared/fixtures" CACHE PATH "shared/fixtures beside the checkout")
 # /var/tmp survives reboots and, unlike root's home, is readable by the unprivileged test user.
 set(CAPSA_TEST_FIXTURE_DIR "/var/tmp/capsa-test-fixtures" CACHE PATH "Where generated test fixtures are cached")
 
+# The registries listen on fixed ports on 127.0.0.1; two checkouts testing at once need
+# different ports.
+set(CAPSA_TEST_REGISTRY_PLAIN_PORT 5100 CACHE STRING "Port of the plain-HTTP test registry")
+set(CAPSA_TEST_REGISTRY_TOKEN_PORT 5101 CACHE STRING "Port of the TLS + token-auth test registry")
+set(CAPSA_TEST_REGISTRY_AUTH_PORT 5102 CACHE STRING "Port of the test registry's token service")
+set(CAPSA_TEST_REGISTRY_BASIC_PORT 5103 CACHE STRING "Port of the TLS + Basic-auth test registry")
+# Under the build tree, which the unprivileged test user can read.
+set(CAPSA_TEST_REGISTRY_STATE_DIR "${CMAKE_BINARY_DIR}/test-registry" CACHE PATH
+    "State of the test registries: configs, certificates, storage, logs")
+set(_capsa_registry_ports
+  "CAPSA_TEST_REGISTRY_PLAIN_PORT=${CAPSA_TEST_REGISTRY_PLAIN_PORT}"
+  "CAPSA_TEST_REGISTRY_TOKEN_PORT=${CAPSA_TEST_REGISTRY_TOKEN_PORT}"
+  "CAPSA_TEST_REGISTRY_AUTH_PORT=${CAPSA_TEST_REGISTRY_AUTH_PORT}"
+  "CAPSA_TEST_REGISTRY_BASIC_PORT=${CAPSA_TEST_REGISTRY_BASIC_PORT}")
+add_test(NAME registry.start
+         COMMAND "${CMAKE_SOURCE_DIR}/tests/registry/start.sh" "${CAPSA_TEST_REGISTRY_STATE_DIR}"
+                 "${CAPSA_TEST_FIXTURE_DIR}")
+set_tests_properties(registry.start PROPERTIES FIXTURES_SETUP capsa_registry FIXTURES_REQUIRED capsa_fixtures
+                     ENVIRONMENT "${_capsa_registry_ports}" TIMEOUT 1200)
+add_test(NAME registry.stop
+         COMMAND "${CMAKE_SOURCE_DIR}/tests/registry/stop.sh" "${CAPSA_TEST_REGISTRY_STATE_DIR}")
+set_tests_properties(registry.stop PROPERTIES FIXTURES_CLEANUP capsa_registry)
+
 function(capsa_add_test_suite name)
-  cmake_parse_arguments(ARG "ROOT_ONLY" "" "" ${ARGN})
+  cmake_parse_arguments(ARG "ROOT_ONLY;REGISTRY" "" "" ${ARGN})
   add_executable(${name}_tests ${ARG_UNPARSED_ARGUMENTS})
   target_link_libraries(${name}_tests PRIVATE capsa_test_support GTest::gtest_main)
   set(env
     "CAPSA_SHARED_FIXTURES=${CAPSA_SHARED_FIXTURE_DIR}"
     "CAPSA_TEST_FIXTURES=${CAPSA_TEST_FIXTURE_DIR}"
     "CAPSA_BINARY=$<TARGET_FILE:capsa>")
+  set(fixtures capsa_fixtures)
+  if(ARG_REGISTRY)
+    list(APPEND fixtures capsa_registry)
+    list(APPEND env
+      "CAPSA_TEST_REGISTRY=127.0.0.1:${CAPSA_TEST_REGISTRY_PLAIN_PORT}"
+      "CAPSA_TEST_REGISTRY_TOKEN=127.0.0.1:${CAPSA_TEST_REGISTRY_TOKEN_PORT}"
+      "CAPSA_TEST_REGISTRY_AUTH=https://127.0.0.1:${CAPSA_TEST_REGISTRY_AUTH_PORT}/token"
+      "CAPSA_TEST_REGISTRY_BASIC=127.0.0.1:${CAPSA_TEST_REGISTRY_BASIC_PORT}"
+      "CAPSA_TEST_CA=${CAPSA_TEST_REGISTRY_STATE_DIR}/ca.pem"
+      "CAPSA_TEST_REGISTRY_STATE=${CAPSA_TEST_REGISTRY_STATE_DIR}"
+      "CAPSA_TEST_REGISTRY_TOOLS=${CMAKE_SOURCE_DIR}/tests/registry")
+  endif()
   add_test(NAME ${name}.root COMMAND $<TARGET_FILE:${name}_tests>)
-  set_tests_properties(${name}.root PROPERTIES ENVIRONMENT "${env}" FIXTURES_REQUIRED capsa_fixtures)
+  set_tests_properties(${name}.root PROPERTIES ENVIRONMENT "${env}" FIXTURES_REQUIRED "${fixtures}")
   if(NOT ARG_ROOT_ONLY)
     add_test(NAME ${name}.user
              COMMAND "${CMAKE_SOURCE_DIR}/tests/support/as-test-user" $<TARGET_FILE:${name}_tests>)
-    set_tests_properties(${name}.user PROPERTIES ENVIRONMENT "${env}" FIXTURES_REQUIRED capsa_fixtures
+    set_tests_properties(${name}.user PROPERTIES ENVIRONMENT "${env}" FIXTURES_REQUIRED "${fixtures}"
                          SKIP_RETURN_CODE 77)
   endif()
 endfunction()

@@ -13,6 +13,8 @@ packages="
   libarchive-dev libcurl4-openssl-dev libfuse3-dev fuse3 squashfuse
   siftool hyperfine
   util-linux passwd file busybox-static
+  docker-registry skopeo umoci debootstrap openssl curl zstd
+  python3-jwt python3-cryptography python3-bcrypt python3-zstandard
 "
 
 missing=""

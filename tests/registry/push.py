@@ -39,12 +39,12 @@ def stored(state, repository):
     return os.path.isdir(os.path.join(state, "storage", "docker", "registry", "v2", "repositories", repository))
 
 
-def skopeo_copy(layout, tag, destination):
+def skopeo_copy(source, destination):
     argv = ["skopeo", "--insecure-policy", "copy", "--quiet", "--all", "--preserve-digests",
-            "--dest-tls-verify=false", "oci:%s:%s" % (layout, tag), "docker://" + destination]
+            "--src-tls-verify=false", "--dest-tls-verify=false", source, destination]
     result = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True)
     if result.returncode != 0:
-        sys.exit("testregistry: pushing %s:%s to %s failed: %s" % (layout, tag, destination, result.stderr.strip()))
+        sys.exit("testregistry: copying %s to %s failed: %s" % (source, destination, result.stderr.strip()))
 
 
 def push_all(state, fixtures, registry):
@@ -60,9 +60,11 @@ def push_all(state, fixtures, registry):
             print("testregistry: %s already pushed (%s)" % (name, build))
             continue
         tags = tags_of(layout)
-        for namespace in NAMESPACES:
-            for tag in tags:
-                skopeo_copy(layout, tag, "%s/%s/%s:%s" % (registry, namespace, name, tag))
+        for tag in tags:
+            public = "docker://%s/public/%s:%s" % (registry, name, tag)
+            skopeo_copy("oci:%s:%s" % (layout, tag), public)
+            # Registry to registry, skopeo mounts the blobs across repositories: no upload.
+            skopeo_copy(public, "docker://%s/private/%s:%s" % (registry, name, tag))
         pushed[name] = build
         tmp = record_path + ".tmp"
         with open(tmp, "w", encoding="utf-8") as f:

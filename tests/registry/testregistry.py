@@ -276,7 +276,9 @@ def write_env(state, ports):
         "CAPSA_TEST_BASIC_USER": BASIC_USER,
         "CAPSA_TEST_BASIC_PASSWORD": password,
     }
+    # The same values for shells (env) and for the C++ tests (env.json).
     write_file(os.path.join(state, "env"), shell_quote_env(values), 0o644)
+    write_file(os.path.join(state, "env.json"), json.dumps(values, indent=1) + "\n", 0o644)
 
 
 def start(state):
@@ -291,7 +293,7 @@ def start(state):
     except (OSError, ValueError):
         recorded = None
     running = {name: running_pid(state, name) for name in SERVERS}
-    if recorded == ports and all(running.values()) and os.path.exists(os.path.join(state, "env")):
+    if recorded == ports and all(running.values()) and os.path.exists(os.path.join(state, "env.json")):
         for name in SERVERS:
             wait_until_answering(state, name, ports[name])
         print("testregistry: reusing the servers in %s" % state)
