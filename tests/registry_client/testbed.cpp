@@ -8,9 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <map>
 #include <memory>
-#include <sstream>
 #include <stdexcept>
 
 #include "support/process.hpp"
@@ -23,32 +21,6 @@ namespace {
 std::string env_or_empty(const char* name) {
   const char* value = std::getenv(name);
   return value == nullptr ? "" : value;
-}
-
-// KEY=VALUE lines as tests/registry/testregistry.py writes them (values shell-quoted).
-std::map<std::string, std::string> read_env_file(const std::string& path) {
-  std::map<std::string, std::string> values;
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line)) {
-    auto eq = line.find('=');
-    if (eq == std::string::npos) continue;
-    std::string value = line.substr(eq + 1);
-    if (value.size() >= 2 && value.front() == '\'') {
-      std::string unquoted;
-      for (size_t i = 1; i + 1 < value.size(); ++i) {
-        if (value.compare(i, 4, "'\"'\"") == 0) {
-          unquoted += '\'';
-          i += 4;
-          continue;
-        }
-        unquoted += value[i];
-      }
-      value = unquoted;
-    }
-    values[line.substr(0, eq)] = value;
-  }
-  return values;
 }
 
 std::string here() { return std::string(CAPSA_REGISTRY_CLIENT_TEST_DIR); }
@@ -136,13 +108,9 @@ Testbed* testbed() {
   static bool tried = false;
   if (!tried) {
     tried = true;
-    const std::string state = env_or_empty("CAPSA_TEST_REGISTRY_STATE");
-    if (env_or_empty("CAPSA_TEST_REGISTRY").empty() || state.empty()) return nullptr;
-    auto secrets = read_env_file(state + "/env");
-    Registries registries{env_or_empty("CAPSA_TEST_REGISTRY"), env_or_empty("CAPSA_TEST_REGISTRY_TOKEN"),
-                          env_or_empty("CAPSA_TEST_REGISTRY_BASIC"), env_or_empty("CAPSA_TEST_CA"),
-                          secrets["CAPSA_TEST_API_KEY"], secrets["CAPSA_TEST_BASIC_USER"],
-                          secrets["CAPSA_TEST_BASIC_PASSWORD"]};
+    if (env_or_empty("CAPSA_TEST_REGISTRY_STATE").empty()) return nullptr;
+    const TestRegistry& registries = test_registry();
+    if (registries.plain.empty()) return nullptr;
     // Fresh names per run: the storage is shared with other suites and kept between runs.
     const std::string suffix = std::to_string(::getpid()) + "-" + std::to_string(::time(nullptr));
     auto pub = push_image(registries.plain, "public/client-test-" + suffix);

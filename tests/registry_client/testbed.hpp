@@ -3,9 +3,12 @@
 // (tests/registry/start.sh; plain, TLS + Bearer token, TLS + Basic, sharing one storage),
 // an image with fresh random content pushed to them once per run, and fault_proxy.py in
 // front of the plain registry for the failures a real registry will not produce on demand.
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
+
+#include "support/test_registry.hpp"
 
 namespace capsa::test {
 
@@ -19,13 +22,6 @@ struct PushedImage {
   Blob layer;              // 3 MiB of random bytes
   Blob config;
   std::string oci_digest, docker_digest, index_digest;  // tags "oci", "docker", "index"
-};
-
-struct Registries {
-  std::string plain, token, basic;  // host:port
-  std::string ca_file;
-  std::string api_key;              // password of `$oauthtoken` / `short-lived` at the token service
-  std::string basic_user, basic_password;
 };
 
 // A child process that lives as long as this object (killed and reaped on destruction).
@@ -60,9 +56,9 @@ class FaultProxy {
   std::unique_ptr<ChildProcess> process_;
 };
 
-// Skips the test (returns nullptr) when the suite runs without the test registries.
+// Pushed once per run (first use); nullptr when the suite runs without the test registries.
 struct Testbed {
-  Registries registries;
+  TestRegistry registries;
   PushedImage public_image;
   PushedImage private_image;
   FaultProxy proxy;
