@@ -158,6 +158,16 @@ TransportError transport_error(CURLcode code, const std::string& host, const cha
   }
 }
 
+// distribution's 416 answer declares the blob's length as Content-Length but sends a short
+// error text, so the transfer "fails" after a complete status line. An error status is all
+// that matters then; retrying the same request would fail the same way.
+bool error_page_cut_short(CURL* easy, CURLcode code) {
+  if (code != CURLE_PARTIAL_FILE && code != CURLE_RECV_ERROR) return false;
+  long status = 0;
+  curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
+  return status >= 400;
+}
+
 }  // namespace
 
 std::optional<std::string> HttpResponse::header(std::string_view name) const {
@@ -259,7 +269,8 @@ HttpResponse HttpSession::perform(const HttpRequest& request, BodyConsumer* cons
     throw TransportError(ErrorKind::kStalled,
                          "registry " + host + " stopped sending (no data for " + std::to_string(options_.stall_seconds) + " s)",
                          true);
-  if (code != CURLE_OK && !(code == CURLE_WRITE_ERROR && transfer.response.aborted_by_consumer))
+  if (code != CURLE_OK && !(code == CURLE_WRITE_ERROR && transfer.response.aborted_by_consumer) &&
+      !error_page_cut_short(easy, code))
     throw transport_error(code, host, error_buffer);
   char* effective = nullptr;
   curl_easy_getinfo(easy, CURLINFO_EFFECTIVE_URL, &effective);

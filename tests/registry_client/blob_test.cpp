@@ -78,6 +78,25 @@ TEST(Blobs, PartialFileIsResumedWithRange) {
   EXPECT_GT(first_report, 1u << 20);
 }
 
+TEST(Blobs, CompleteFileOfUnknownSizeIsCheckedAfter416) {
+  REQUIRE_TESTBED();
+  TempDir dir;
+  write_partial(*bed, dir / "layer", bed->public_image.layer.size);
+  bed->proxy.configure({});
+  Logged logged(true);
+  RegistryClient client(bed->proxy.front(), logged.options);
+  client.fetch_blob(bed->public_image.repository, {bed->public_image.layer.digest, std::nullopt, dir / "layer"});
+  EXPECT_EQ(file_digest(dir / "layer"), bed->public_image.layer.digest);
+  auto requests = blob_requests(*bed);
+  ASSERT_EQ(requests.size(), 1u);
+  EXPECT_EQ(requests[0]["status"], 416);
+  // Straight from distribution, whose 416 announces more body than it sends.
+  RegistryClient direct(bed->registries.plain, logged.options);
+  direct.fetch_blob(bed->public_image.repository, {bed->public_image.layer.digest, std::nullopt, dir / "layer"});
+  EXPECT_EQ(file_digest(dir / "layer"), bed->public_image.layer.digest);
+  EXPECT_EQ(logged.all(), "");  // no retries were needed
+}
+
 TEST(Blobs, ServerIgnoringRangeOrAnsweringAnotherRangeRestartsCleanly) {
   REQUIRE_TESTBED();
   TempDir dir;

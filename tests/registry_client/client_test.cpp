@@ -60,6 +60,51 @@ TEST(Manifests, UnsupportedMediaTypesAreRejected) {
   bed->proxy.configure({});
 }
 
+TEST(Manifests, ExactAcceptHeaderAndTamperedBytesAreRejected) {
+  REQUIRE_TESTBED();
+  Logged logged(true);
+  RegistryClient client(bed->proxy.front(), logged.options);
+  const auto& image = bed->public_image;
+  bed->proxy.configure({});
+  client.get_manifest(image.repository, "index");
+  ASSERT_EQ(bed->proxy.requests().size(), 1u);
+  EXPECT_EQ(bed->proxy.requests()[0]["accept"],
+            "application/vnd.oci.image.index.v1+json, application/vnd.docker.distribution.manifest.list.v2+json, "
+            "application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json");
+
+  bed->proxy.configure({{"corrupt_manifest", true}});
+  auto by_digest = error_of([&] { client.get_manifest(image.repository, image.oci_digest); });
+  EXPECT_EQ(by_digest.kind(), ErrorKind::kDigestMismatch);
+  EXPECT_NE(std::string(by_digest.what()).find("the registry sent other content than asked for"), std::string::npos);
+  // By tag, the bytes no longer match the registry's own Docker-Content-Digest.
+  auto by_tag = error_of([&] { client.get_manifest(image.repository, "oci"); });
+  EXPECT_EQ(by_tag.kind(), ErrorKind::kDigestMismatch);
+  EXPECT_NE(std::string(by_tag.what()).find("but the registry says " + image.oci_digest), std::string::npos)
+      << by_tag.what();
+  bed->proxy.configure({});
+}
+
+TEST(TokenAuth, IdentityTokenIsExchangedWithTheRefreshTokenGrant) {
+  REQUIRE_TESTBED();
+  Logged logged(true);
+  const std::string refresh = "refresh-IDENTITY-SECRET";
+  bed->proxy.configure({{"bearer", {{"refresh_token", refresh}}}});
+  RegistryClient client(bed->proxy.front(), logged.options, Credentials{"", "", refresh, "~/.docker/config.json"});
+  EXPECT_EQ(client.head_manifest(bed->public_image.repository, "oci"), bed->public_image.oci_digest);
+  bool posted = false;
+  for (const auto& request : bed->proxy.requests()) {
+    EXPECT_EQ(request["path"].get<std::string>().find(refresh), std::string::npos);  // never in a URL
+    posted |= request["method"] == "POST" && request["status"] == 200;
+  }
+  EXPECT_TRUE(posted);
+
+  RegistryClient wrong(bed->proxy.front(), logged.options, Credentials{"", "", "stale-" + refresh, "~/.docker/config.json"});
+  auto error = error_of([&] { wrong.head_manifest(bed->public_image.repository, "oci"); });
+  EXPECT_EQ(error.kind(), ErrorKind::kUnauthorized);
+  EXPECT_EQ(std::string(error.what()).find(refresh), std::string::npos);
+  bed->proxy.configure({});
+}
+
 TEST(TokenAuth, AnonymousPullOfPublicRepository) {
   REQUIRE_TESTBED();
   Logged logged = tls_options(*bed);

@@ -17,13 +17,16 @@ CONFIG_FILE (JSON, re-read on every request; counters restart when it changes):
   manifest_content_type: "T"                     manifests answered with this Content-Type
   redirect_blobs: true                           blob GETs answered 307 -> storage origin
   basic:         {"user": U, "password": P}      front requires these Basic credentials
-  bearer:        {"expires_in": N, "reject_after_uses": K}  front requires a token from
-                 its /token (anonymous); a token is refused (401) after K uses
+  bearer:        {"expires_in": N, "reject_after_uses": K, "refresh_token": R}  front
+                 requires a token from its /token (GET: anonymous; POST: the OAuth2
+                 refresh_token grant with refresh token R); a token is refused after K uses
+  corrupt_manifest: true                         a space appended to manifest bodies
 LOG_FILE gets one JSON line per request: listener, method, path, authorization (bool),
 range, status.
 """
 import base64
 import hashlib
+import http.client
 import http.server
 import json
 import os
@@ -33,6 +36,7 @@ import sys
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 
 UPSTREAM, CONFIG_FILE, LOG_FILE = sys.argv[1], sys.argv[2], sys.argv[3]
@@ -92,6 +96,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def record(self, status):
         log({"listener": self.listener, "method": self.command, "path": self.path,
              "authorization": "Authorization" in self.headers, "range": self.headers.get("Range"),
+             "accept": self.headers.get("Accept"),
              "status": status})
 
     def authorised(self, cfg):
@@ -125,6 +130,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
         body = {"access_token": token, "expires_in": cfg.get("bearer", {}).get("expires_in", 60)}
         self.answer(200, json.dumps(body).encode(), {"Content-Type": "application/json"})
 
+    def do_POST(self):
+        cfg = config()
+        length = int(self.headers.get("Content-Length", "0"))
+        form = urllib.parse.parse_qs(self.rfile.read(length).decode())
+        expected = cfg.get("bearer", {}).get("refresh_token")
+        if (self.path != "/token" or form.get("grant_type") != ["refresh_token"] or not expected
+                or form.get("refresh_token") != [expected]):
+            return self.answer(401, b'{"errors":[{"code":"UNAUTHORIZED","message":"bad refresh token"}]}')
+        self.issue_token(cfg)
+
     def do_HEAD(self):
         self.do_GET()
 
@@ -153,12 +168,18 @@ class Handler(http.server.BaseHTTPRequestHandler):
             upstream = urllib.request.urlopen(request, timeout=30)
         except urllib.error.HTTPError as error:
             upstream = error
-        body = upstream.read()
+        try:
+            body = upstream.read()
+        except http.client.IncompleteRead as short:  # distribution's 416 overstates its length
+            body = short.partial
         status = upstream.status if hasattr(upstream, "status") else upstream.code
         headers = {k: v for k, v in upstream.headers.items()
                    if k.lower() in ("content-type", "docker-content-digest", "content-range", "www-authenticate")}
-        if cfg.get("manifest_content_type") and "/manifests/" in self.path:
-            headers["Content-Type"] = cfg["manifest_content_type"]
+        if "/manifests/" in self.path:
+            if cfg.get("manifest_content_type"):
+                headers["Content-Type"] = cfg["manifest_content_type"]
+            if cfg.get("corrupt_manifest") and status == 200 and self.command == "GET":
+                body += b" "
         is_blob = "/blobs/" in self.path and self.command == "GET" and status in (200, 206)
         if is_blob:
             bad = take("bad_range")
