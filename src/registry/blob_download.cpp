@@ -107,95 +107,126 @@ class BlobWriter : public BodyConsumer {
   bool range_mismatch_ = false;
 };
 
-enum class Outcome { kDone, kRetry, kDigestMismatch };
+// What the file already holds: its length and the running hash of those bytes (re-hashing
+// on resume is cheap next to the network, and keeps verification end to end).
+struct ResumePoint {
+  std::uint64_t have = 0;
+  std::unique_ptr<Hasher> hasher;
+};
+
+ResumePoint resume_point(int fd, const BlobTarget& blob) {
+  ResumePoint point;
+  point.have = file_size(fd);
+  if (blob.size && point.have > *blob.size) {
+    BlobWriter::truncate_file(fd);
+    point.have = 0;
+  }
+  point.hasher = std::make_unique<Hasher>(parse_digest(blob.digest).algorithm);
+  point.hasher->update_from_file(fd, point.have);
+  return point;
+}
+
+bool holds_blob(int fd, const BlobTarget& blob) {
+  ResumePoint point = resume_point(fd, blob);
+  return (!blob.size || point.have == *blob.size) && point.hasher->finish() == blob.digest;
+}
 
 }  // namespace
 
-void RegistryClient::fetch_blob(const std::string& repository, const BlobTarget& blob, const ProgressFn& progress,
-                                const std::atomic<bool>* cancel) {
-  const std::string algorithm = parse_digest(blob.digest).algorithm;
+// The result of one request for the blob.
+struct RegistryClient::BlobAttempt {
+  enum class Outcome { kDone, kRetry, kDigestMismatch } outcome = Outcome::kRetry;
+  std::string reason;  // why a retry is needed (for the log and the final error)
+  ErrorKind failure = ErrorKind::kServer;
+  std::optional<std::chrono::milliseconds> wait;  // Retry-After
+
+  static BlobAttempt ended(Outcome outcome) {
+    BlobAttempt attempt;
+    attempt.outcome = outcome;
+    return attempt;
+  }
+};
+
+// One request for the blob, resuming from what the file holds. Each attempt starts at the
+// registry URL, so an expired pre-signed redirect is renewed.
+RegistryClient::BlobAttempt RegistryClient::blob_attempt(HttpSession& session, const std::string& repository, const BlobTarget& blob,
+                                     int fd, const ProgressFn& progress, const std::atomic<bool>* cancel) {
   const std::string where = registry_ + "/" + repository;
   const std::string what = "blob " + blob.digest;
+  ResumePoint point = resume_point(fd, blob);
+  if (blob.size && point.have == *blob.size && point.have > 0) {
+    if (point.hasher->finish() == blob.digest) return BlobAttempt::ended(BlobAttempt::Outcome::kDone);  // finished by an earlier run
+    BlobWriter::truncate_file(fd);
+    return BlobAttempt::ended(BlobAttempt::Outcome::kDigestMismatch);
+  }
+  HttpRequest request;
+  request.url = base_url() + "/v2/" + repository + "/blobs/" + blob.digest;
+  request.cancel = cancel;
+  if (point.have > 0) request.headers.push_back("Range: bytes=" + std::to_string(point.have) + "-");
+  BlobWriter writer(fd, point.have, std::move(point.hasher), blob, where, progress, options_);
+  BlobAttempt attempt;
+  try {
+    const HttpResponse response = send(session, repository, request, &writer);
+    if (writer.range_mismatch()) {
+      attempt.reason = where + " answered a Range request for " + what + " with a different Content-Range";
+      BlobWriter::truncate_file(fd);
+    } else if (response.status == 416) {
+      // "Range not satisfiable": the file may already be complete, else start over (B5).
+      if (holds_blob(fd, blob)) return BlobAttempt::ended(BlobAttempt::Outcome::kDone);
+      attempt.reason = where + " refused the resume point of " + what;
+      BlobWriter::truncate_file(fd);
+    } else if (response.status == 200 || response.status == 206) {
+      if (blob.size && writer.offset() != *blob.size) {
+        attempt.reason = where + " ended " + what + " after " + std::to_string(writer.offset()) + " of " +
+                         std::to_string(*blob.size) + " bytes";
+      } else {
+        attempt.outcome = writer.finish() == blob.digest ? BlobAttempt::Outcome::kDone : BlobAttempt::Outcome::kDigestMismatch;
+      }
+    } else if (is_retriable_status(response.status)) {
+      attempt.reason = where + " answered HTTP " + std::to_string(response.status) + " for " + what;
+      attempt.wait = retry_after(response);
+    } else {
+      throw status_error(response, repository, what);
+    }
+  } catch (const TransportError& e) {
+    if (!e.retriable()) throw;
+    attempt.reason = e.what();
+    attempt.failure = e.kind();
+  }
+  return attempt;
+}
+
+void RegistryClient::fetch_blob(const std::string& repository, const BlobTarget& blob, const ProgressFn& progress,
+                                const std::atomic<bool>* cancel) {
+  parse_digest(blob.digest);
+  const std::string what = "blob " + blob.digest + " from " + registry_ + "/" + repository;
   UniqueFd file = open_file(blob.path, O_RDWR | O_CREAT, 0644);
   SessionLease session(*this);
   Backoff backoff(options_, cancel);
   bool mismatch_retried = false;
-
-  // The digest of what is already in the file (the resume point), or nullopt to start over.
-  auto resume_state = [&]() -> std::pair<std::uint64_t, std::unique_ptr<Hasher>> {
-    std::uint64_t have = file_size(file.get());
-    if (blob.size && have > *blob.size) {
-      BlobWriter::truncate_file(file.get());
-      have = 0;
-    }
-    auto hasher = std::make_unique<Hasher>(algorithm);
-    hasher->update_from_file(file.get(), have);
-    return {have, std::move(hasher)};
-  };
-
   for (;;) {
-    auto [have, hasher] = resume_state();
-    if (blob.size && have == *blob.size && have > 0) {
-      if (hasher->finish() == blob.digest) return;  // completed by an earlier run
-      BlobWriter::truncate_file(file.get());
-      continue;
-    }
-    HttpRequest request;
-    request.url = base_url() + "/v2/" + repository + "/blobs/" + blob.digest;
-    request.cancel = cancel;
-    if (have > 0) request.headers.push_back("Range: bytes=" + std::to_string(have) + "-");
-    BlobWriter writer(file.get(), have, std::move(hasher), blob, where, progress, options_);
-
-    Outcome outcome = Outcome::kRetry;
-    std::string reason;
-    ErrorKind failure = ErrorKind::kServer;
-    std::optional<std::chrono::milliseconds> wait;
-    try {
-      // Each attempt starts at the registry URL, so an expired pre-signed redirect is renewed.
-      const HttpResponse response = send(*session, repository, request, &writer);
-      if (writer.range_mismatch()) {
-        reason = where + " answered a Range request for " + what + " with a different Content-Range";
+    const BlobAttempt attempt = blob_attempt(*session, repository, blob, file.get(), progress, cancel);
+    switch (attempt.outcome) {
+      case BlobAttempt::Outcome::kDone:
+        return;
+      case BlobAttempt::Outcome::kDigestMismatch:
         BlobWriter::truncate_file(file.get());
-      } else if (response.status == 416) {
-        // "Range not satisfiable": the file may already be complete, else start over.
-        auto [now_have, check] = resume_state();
-        if ((!blob.size || now_have == *blob.size) && check->finish() == blob.digest) return;
-        reason = where + " refused the resume point of " + what;
-        BlobWriter::truncate_file(file.get());
-      } else if (response.status == 200 || response.status == 206) {
-        if (blob.size && writer.offset() != *blob.size) {
-          reason = where + " ended " + what + " after " + std::to_string(writer.offset()) + " of " +
-                   std::to_string(*blob.size) + " bytes";
-        } else {
-          outcome = writer.finish() == blob.digest ? Outcome::kDone : Outcome::kDigestMismatch;
+        if (mismatch_retried) {
+          ::unlink(blob.path.c_str());
+          throw RegistryError(ErrorKind::kDigestMismatch,
+                              what + " does not match its digest (downloaded twice); the registry is serving "
+                                     "corrupt data");
         }
-      } else if (is_retriable_status(response.status)) {
-        reason = where + " answered HTTP " + std::to_string(response.status) + " for " + what;
-        wait = retry_after(response);
-      } else {
-        throw status_error(response, repository, what);
-      }
-    } catch (const TransportError& e) {
-      if (!e.retriable()) throw;
-      reason = e.what();
-      failure = e.kind();
+        mismatch_retried = true;
+        if (options_.log) options_.log(what + " does not match its digest; downloading it again");
+        break;
+      case BlobAttempt::Outcome::kRetry:
+        if (!backoff.wait(attempt.reason, attempt.wait))
+          throw RegistryError(attempt.failure, attempt.reason + " (gave up after " +
+                                                   std::to_string(backoff.attempts_made()) +
+                                                   " attempts; run again to resume)");
+        break;
     }
-    if (outcome == Outcome::kDone) return;
-    if (outcome == Outcome::kDigestMismatch) {
-      BlobWriter::truncate_file(file.get());
-      if (mismatch_retried) {
-        ::unlink(blob.path.c_str());
-        throw RegistryError(ErrorKind::kDigestMismatch, what + " from " + where +
-                                                            " does not match its digest (downloaded twice); the "
-                                                            "registry is serving corrupt data");
-      }
-      mismatch_retried = true;
-      if (options_.log) options_.log(what + " from " + where + " does not match its digest; downloading it again");
-      continue;
-    }
-    if (!backoff.wait(reason, wait))
-      throw RegistryError(failure, reason + " (gave up after " + std::to_string(backoff.attempts_made()) +
-                                                  " attempts; run again to resume)");
   }
 }
 

@@ -96,15 +96,10 @@ RegistryError RegistryClient::status_error(const HttpResponse& response, const s
   return {ErrorKind::kProtocol, registry_ + " answered HTTP " + status + " for " + what + suffix};
 }
 
-ManifestResponse RegistryClient::get_manifest(const std::string& repository, const std::string& reference) {
-  const std::string what = "manifest " + repository + (looks_like_digest(reference) ? "@" : ":") + reference;
-  std::optional<ParsedDigest> wanted;
-  if (looks_like_digest(reference)) wanted = parse_digest(reference);
-  HttpRequest request;
-  request.url = base_url() + "/v2/" + repository + "/manifests/" + reference;
-  request.headers = {kManifestAccept};
+HttpResponse RegistryClient::send_with_retries(const std::string& repository, const HttpRequest& request,
+                                               const std::string& what) {
   SessionLease session(*this);
-  Backoff backoff(options_, nullptr);
+  Backoff backoff(options_, request.cancel);
   for (;;) {
     HttpResponse response;
     try {
@@ -118,60 +113,70 @@ ManifestResponse RegistryClient::get_manifest(const std::string& repository, con
                      retry_after(response)))
       continue;
     if (response.status != 200) throw status_error(response, repository, what);
-
-    ManifestResponse manifest;
-    manifest.media_type = media_type_of(response);
-    if (manifest.media_type.starts_with("application/vnd.docker.distribution.manifest.v1+"))
-      throw RegistryError(ErrorKind::kUnsupportedMediaType,
-                          what + " from " + registry_ + " is a Docker schema 1 manifest (" + manifest.media_type +
-                              "), which capsa does not support; re-push the image with a current docker or skopeo");
-    if (!is_supported_manifest(manifest.media_type))
-      throw RegistryError(ErrorKind::kUnsupportedMediaType, what + " from " + registry_ +
-                                                                " has the unsupported media type '" +
-                                                                manifest.media_type + "'");
-    manifest.digest = digest_of(wanted ? wanted->algorithm : "sha256", response.body);
-    if (wanted && manifest.digest != reference)
-      throw RegistryError(ErrorKind::kDigestMismatch, what + " from " + registry_ + " has digest " + manifest.digest +
-                                                          ": the registry sent other content than asked for");
-    // Docker-Content-Digest is optional for old registries and may use another algorithm.
-    if (auto advertised = response.header("docker-content-digest");
-        advertised && advertised->starts_with(manifest.digest.substr(0, manifest.digest.find(':') + 1)) &&
-        *advertised != manifest.digest)
-      throw RegistryError(ErrorKind::kDigestMismatch, what + " from " + registry_ + " hashes to " + manifest.digest +
-                                                          " but the registry says " + *advertised);
-    manifest.bytes = std::move(response.body);
-    return manifest;
+    return response;
   }
 }
 
-std::string RegistryClient::head_manifest(const std::string& repository, const std::string& reference) {
-  const std::string what = "manifest " + repository + (looks_like_digest(reference) ? "@" : ":") + reference;
+namespace {
+
+std::string manifest_name(const std::string& repository, const std::string& reference) {
+  return "manifest " + repository + (looks_like_digest(reference) ? "@" : ":") + reference;
+}
+
+HttpRequest manifest_request(const std::string& base_url, const std::string& repository, const std::string& reference,
+                             HttpRequest::Method method) {
   HttpRequest request;
-  request.method = HttpRequest::Method::kHead;
-  request.url = base_url() + "/v2/" + repository + "/manifests/" + reference;
+  request.method = method;
+  request.url = base_url + "/v2/" + repository + "/manifests/" + reference;
   request.headers = {kManifestAccept};
-  std::optional<std::string> digest;
-  {
-    SessionLease session(*this);
-    Backoff backoff(options_, nullptr);
-    for (;;) {
-      HttpResponse response;
-      try {
-        response = send(*session, repository, request);
-      } catch (const TransportError& e) {
-        if (e.retriable() && backoff.wait(e.what())) continue;
-        throw;
-      }
-      if (is_retriable_status(response.status) &&
-          backoff.wait(registry_ + " answered HTTP " + std::to_string(response.status) + " for " + what,
-                       retry_after(response)))
-        continue;
-      if (response.status != 200) throw status_error(response, repository, what);
-      digest = response.header("docker-content-digest");
-      break;
-    }
-  }
-  if (digest && !digest->empty()) {
+  return request;
+}
+
+void check_media_type(const std::string& type, const std::string& what) {
+  if (type.starts_with("application/vnd.docker.distribution.manifest.v1+"))
+    throw RegistryError(ErrorKind::kUnsupportedMediaType,
+                        what + " is a Docker schema 1 manifest (" + type +
+                            "), which capsa does not support; re-push the image with a current docker or skopeo");
+  if (!is_supported_manifest(type))
+    throw RegistryError(ErrorKind::kUnsupportedMediaType, what + " has the unsupported media type '" + type + "'");
+}
+
+// B2: the bytes must hash to the digest asked for; Docker-Content-Digest, when it uses the
+// same algorithm, must agree too (it is optional on old registries).
+std::string verified_digest(const HttpResponse& response, const std::string& reference, const std::string& what) {
+  const bool by_digest = looks_like_digest(reference);
+  const std::string digest = digest_of(by_digest ? parse_digest(reference).algorithm : "sha256", response.body);
+  if (by_digest && digest != reference)
+    throw RegistryError(ErrorKind::kDigestMismatch,
+                        what + " has digest " + digest + ": the registry sent other content than asked for");
+  const std::string prefix = digest.substr(0, digest.find(':') + 1);
+  if (auto advertised = response.header("docker-content-digest");
+      advertised && advertised->starts_with(prefix) && *advertised != digest)
+    throw RegistryError(ErrorKind::kDigestMismatch,
+                        what + " hashes to " + digest + " but the registry says " + *advertised);
+  return digest;
+}
+
+}  // namespace
+
+ManifestResponse RegistryClient::get_manifest(const std::string& repository, const std::string& reference) {
+  const std::string what = manifest_name(repository, reference);
+  const std::string from = what + " from " + registry_;
+  HttpResponse response =
+      send_with_retries(repository, manifest_request(base_url(), repository, reference, HttpRequest::Method::kGet), what);
+  ManifestResponse manifest;
+  manifest.media_type = media_type_of(response);
+  check_media_type(manifest.media_type, from);
+  manifest.digest = verified_digest(response, reference, from);
+  manifest.bytes = std::move(response.body);
+  return manifest;
+}
+
+std::string RegistryClient::head_manifest(const std::string& repository, const std::string& reference) {
+  const std::string what = manifest_name(repository, reference);
+  const HttpResponse response =
+      send_with_retries(repository, manifest_request(base_url(), repository, reference, HttpRequest::Method::kHead), what);
+  if (auto digest = response.header("docker-content-digest"); digest && !digest->empty()) {
     parse_digest(*digest);  // a malformed header is an error, not a cache key
     return *digest;
   }

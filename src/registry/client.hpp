@@ -99,6 +99,13 @@ class RegistryClient {
   // One request with authorization; on a 401 obtains new authorization and retries once.
   HttpResponse send(HttpSession& session, const std::string& repository, HttpRequest request,
                     BodyConsumer* consumer = nullptr);
+  // send() on a pooled handle, retrying 429/5xx and transient network errors; any status
+  // but 200 after that is thrown as status_error().
+  HttpResponse send_with_retries(const std::string& repository, const HttpRequest& request, const std::string& what);
+  // One request for a blob into `fd` (blob_download.cpp).
+  struct BlobAttempt;
+  BlobAttempt blob_attempt(HttpSession& session, const std::string& repository, const BlobTarget& blob, int fd,
+                              const ProgressFn& progress, const std::atomic<bool>* cancel);
   // A final (non-retriable or retries exhausted) HTTP failure as a one-line error.
   RegistryError status_error(const HttpResponse& response, const std::string& repository, const std::string& what) const;
 
