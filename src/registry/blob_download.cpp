@@ -3,7 +3,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <charconv>
 #include <memory>
 
 #include "registry/backoff.hpp"
@@ -14,35 +13,6 @@
 namespace capsa::registry {
 
 namespace {
-
-struct ContentRange {
-  std::uint64_t first = 0;
-  std::uint64_t last = 0;
-  std::optional<std::uint64_t> total;  // "*" when unknown
-};
-
-// "bytes FIRST-LAST/TOTAL" (RFC 9110 §14.4).
-std::optional<ContentRange> parse_content_range(std::string_view value) {
-  if (!value.starts_with("bytes ")) return std::nullopt;
-  value.remove_prefix(6);
-  ContentRange range;
-  auto read = [&](std::uint64_t& number, char stop) {
-    auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), number);
-    if (error != std::errc() || end == value.data()) return false;
-    value.remove_prefix(static_cast<size_t>(end - value.data()));
-    if (stop == '\0') return value.empty();
-    if (value.empty() || value.front() != stop) return false;
-    value.remove_prefix(1);
-    return true;
-  };
-  if (!read(range.first, '-') || !read(range.last, '/') || range.last < range.first) return std::nullopt;
-  if (value != "*") {
-    std::uint64_t total = 0;
-    if (!read(total, '\0') || total <= range.last) return std::nullopt;
-    range.total = total;
-  }
-  return range;
-}
 
 // Writes the body into the file at the resume offset and hashes it on the way.
 class BlobWriter : public BodyConsumer {

@@ -4,6 +4,7 @@
 #include <openssl/x509.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cctype>
 #include <exception>
@@ -183,6 +184,28 @@ std::vector<std::string> HttpResponse::all_headers(std::string_view name) const 
   for (const auto& [key, value] : headers)
     if (key == wanted) values.push_back(value);
   return values;
+}
+
+std::optional<ContentRange> parse_content_range(std::string_view value) {
+  if (!value.starts_with("bytes ")) return std::nullopt;
+  value.remove_prefix(6);
+  ContentRange range;
+  auto read = [&](std::uint64_t& number, char stop) {
+    auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), number);
+    if (error != std::errc() || end == value.data()) return false;
+    value.remove_prefix(static_cast<size_t>(end - value.data()));
+    if (stop == '\0') return value.empty();
+    if (value.empty() || value.front() != stop) return false;
+    value.remove_prefix(1);
+    return true;
+  };
+  if (!read(range.first, '-') || !read(range.last, '/') || range.last < range.first) return std::nullopt;
+  if (value != "*") {
+    std::uint64_t total = 0;
+    if (!read(total, '\0') || total <= range.last) return std::nullopt;
+    range.total = total;
+  }
+  return range;
 }
 
 std::string url_host(const std::string& url) {

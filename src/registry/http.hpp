@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <span>
@@ -67,6 +68,14 @@ class TransportError : public RegistryError {
  private:
   bool retriable_;
 };
+
+struct ContentRange {
+  std::uint64_t first = 0;
+  std::uint64_t last = 0;
+  std::optional<std::uint64_t> total;  // "*" when unknown
+};
+// "bytes FIRST-LAST/TOTAL" (RFC 9110 §14.4); nullopt for anything else.
+std::optional<ContentRange> parse_content_range(std::string_view value);
 
 // Host[:port] of an http(s) URL, for messages.
 std::string url_host(const std::string& url);
