@@ -2,6 +2,7 @@
 
 #include <openssl/evp.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "registry/challenge.hpp"
@@ -149,7 +150,10 @@ void Authenticator::fetch_token(HttpSession& session, const std::string& reposit
     throw RegistryError(ErrorKind::kProtocol,
                         "token service " + url_host(realm_) + " for " + registry_ + " answered without a token");
   long expires_in = 60;
-  if (auto it = reply.find("expires_in"); it != reply.end() && it->is_number()) expires_in = it->get<long>();
+  if (auto it = reply.find("expires_in"); it != reply.end() && it->is_number()) {
+    // Clamped before converting: a hostile 1e300 must not overflow the conversion.
+    expires_in = static_cast<long>(std::clamp(it->get<double>(), 0.0, 86400.0 * 365));
+  }
   tokens_[scope] = Token{std::move(token), renewal_time(expires_in)};
 }
 

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <exception>
 #include <memory>
 
 #include "registry/backoff.hpp"
@@ -171,6 +172,15 @@ void RegistryClient::fetch_blob(const std::string& repository, const BlobTarget&
   parse_digest(blob.digest);
   const std::string what = "blob " + blob.digest + " from " + registry_ + "/" + repository;
   UniqueFd file = open_file(blob.path, O_RDWR | O_CREAT, 0644);
+  // A failure keeps partial data for a later resume, but not an empty file.
+  struct RemoveIfEmpty {
+    const std::string& path;
+    int fd;
+    ~RemoveIfEmpty() {
+      struct stat st {};
+      if (std::uncaught_exceptions() > 0 && ::fstat(fd, &st) == 0 && st.st_size == 0) ::unlink(path.c_str());
+    }
+  } cleanup{blob.path, file.get()};
   SessionLease session(*this);
   Backoff backoff(options_, cancel);
   bool mismatch_retried = false;

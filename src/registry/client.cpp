@@ -5,6 +5,7 @@
 
 #include "registry/backoff.hpp"
 #include "registry/digest.hpp"
+#include "registry/json_fields.hpp"
 
 namespace capsa::registry {
 
@@ -28,12 +29,13 @@ std::string registry_error_detail(const HttpResponse& response) {
   if (!body.is_object() || !body.contains("errors") || !body["errors"].is_array() || body["errors"].empty()) return "";
   const auto& first = body["errors"][0];
   if (!first.is_object()) return "";
-  std::string detail = first.value("code", "");
-  const std::string message = first.value("message", "");
+  std::string detail = string_field(first, "code");
+  const std::string message = string_field(first, "message");
   if (!message.empty()) detail += (detail.empty() ? "" : ": ") + message;
   if (detail.size() > 200) detail = detail.substr(0, 200) + "…";
+  // Server text goes to a terminal: no control characters (escape sequences, newlines).
   for (char& c : detail)
-    if (c == '\n' || c == '\r') c = ' ';
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
   return detail;
 }
 

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "registry/credentials.hpp"
+#include "registry/json_fields.hpp"
 #include "util/error.hpp"
 #include "util/fd.hpp"
 
@@ -146,7 +147,7 @@ std::optional<Credentials> run_credential_helper(const std::string& helper, cons
     throw Error("credential helper " + program + " answered something that is not {\"Username\", \"Secret\"} JSON");
   Credentials credentials;
   credentials.source = program;
-  credentials.username = reply.value("Username", "");
+  credentials.username = string_field(reply, "Username");
   const std::string secret = reply["Secret"].get<std::string>();
   if (credentials.username == "<token>")
     credentials.identity_token = secret;

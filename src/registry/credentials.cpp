@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "registry/json_fields.hpp"
 #include "util/error.hpp"
 
 namespace capsa::registry {
@@ -51,10 +52,10 @@ std::optional<Credentials> from_auth_entry(const nlohmann::json& entry, const st
     credentials.username = decoded.substr(0, colon);
     credentials.password = decoded.substr(colon + 1);
   } else {
-    credentials.username = entry.value("username", "");
-    credentials.password = entry.value("password", "");
+    credentials.username = string_field(entry, "username");
+    credentials.password = string_field(entry, "password");
   }
-  credentials.identity_token = entry.value("identitytoken", "");
+  credentials.identity_token = string_field(entry, "identitytoken");
   if (credentials.username.empty() && credentials.identity_token.empty()) return std::nullopt;
   return credentials;
 }

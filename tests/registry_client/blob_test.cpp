@@ -229,6 +229,7 @@ TEST(Blobs, ParallelFetchSucceedsAndFirstErrorCancelsTheRest) {
   auto error = error_of([&] { client.fetch_blobs(image.repository, doomed); });
   EXPECT_EQ(error.kind(), ErrorKind::kNotFound);
   EXPECT_NE(std::string(error.what()).find("blob " + unknown + " not found"), std::string::npos) << error.what();
+  EXPECT_NE(::access((dir / "missing").c_str(), F_OK), 0);  // no empty file left behind
   bed->proxy.configure({});
 }
 
