@@ -38,7 +38,8 @@ struct ManifestResponse {
 
 struct BlobTarget {
   std::string digest;                  // "sha256:…"
-  std::optional<std::uint64_t> size;   // from the descriptor; checked when given
+  // From the descriptor. Pass it: it is checked, and bounds what a registry can write.
+  std::optional<std::uint64_t> size;
   std::string path;                    // written here; an existing file is resumed
 };
 

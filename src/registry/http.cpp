@@ -81,9 +81,10 @@ size_t on_body(char* data, size_t size, size_t count, void* user) {
         auto& body = transfer->response.body;
         const size_t limit = transfer->consumer ? kCapturedErrorBody : transfer->request->max_body;
         if (body.size() + bytes > limit) {
-          if (transfer->consumer) {  // an error page: its start is enough
+          if (transfer->consumer) {  // an error page: its start is enough, the rest is not fetched
             body.append(data, limit - body.size());
-            return bytes;
+            transfer->response.aborted_by_consumer = true;
+            return 0;
           }
           transfer->body_too_large = true;
           return 0;

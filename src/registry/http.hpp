@@ -38,6 +38,8 @@ struct HttpResponse {
   std::string effective_url;                                 // after redirects
   std::vector<std::pair<std::string, std::string>> headers;  // final response; names lower-case
   std::string body;  // whole body, or (with a consumer that declined it) the first 64 KiB
+  // The transfer was stopped early: the consumer chose kAbort, or an error page was longer
+  // than the 64 KiB kept of it.
   bool aborted_by_consumer = false;
 
   // First header of that name (case-insensitive), trimmed.

@@ -33,7 +33,8 @@ struct ClientOptions {
   std::chrono::seconds max_retry_after{120};
   // Concurrent blob downloads in fetch_blobs().
   int parallel_downloads = 8;
-  // Warnings (retries, resumes). Never receives a secret.
+  // Warnings (retries, resumes), possibly from several download threads at once. Never
+  // receives a secret.
   std::function<void(std::string_view)> log;
 };
 
