@@ -36,7 +36,9 @@ struct ExtraEntry {
   std::string content_or_target;   // file contents, or the symlink target; ignored for directories
 };
 
-enum class Compressor { Zstd, Gzip, Xz, Lz4 };
+// No lz4: images libsquashfs 1.2 writes with lz4 (gensquashfs's too) are rejected by
+// squashfs-tools 4.5's unsquashfs ("failed to read id table block").
+enum class Compressor { Zstd, Gzip, Xz };
 
 struct Progress {
   std::uint64_t input_bytes_done = 0;   // bytes of layer blobs (as stored) consumed so far

@@ -48,7 +48,6 @@ SQFS_COMPRESSOR compressor_id(Compressor c) {
   switch (c) {
     case Compressor::Gzip: return SQFS_COMP_GZIP;
     case Compressor::Xz: return SQFS_COMP_XZ;
-    case Compressor::Lz4: return SQFS_COMP_LZ4;
     case Compressor::Zstd: break;
   }
   return SQFS_COMP_ZSTD;
