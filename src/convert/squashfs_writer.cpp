@@ -138,7 +138,14 @@ SquashfsWriter::SquashfsWriter(const std::string& path, const ConvertOptions& op
 }
 
 SquashfsWriter::~SquashfsWriter() {
-  sq_->processor.reset();  // joins the workers before the inodes they update are freed
+  if (sq_->processor) {
+    // Abandoned midway (a bad layer): libsquashfs 1.2 leaks the block being filled and
+    // the open fragment block when destroyed before they are flushed, so flush them
+    // into the temporary file, which is about to be removed anyway.
+    if (file_open_) sqfs_block_processor_end_file(sq_->processor.get());
+    sqfs_block_processor_finish(sq_->processor.get());
+    sq_->processor.reset();  // joins the workers before the inodes they update are freed
+  }
   for (auto* inode : file_inodes_) sqfs_free(inode);
 }
 
@@ -149,6 +156,7 @@ sqfs_inode_generic_t** SquashfsWriter::begin_file() {
   // contents.
   check(sqfs_block_processor_begin_file(sq_->processor.get(), &slot, nullptr, SQFS_BLK_DONT_DEDUPLICATE),
         "starting a file");
+  file_open_ = true;
   return &slot;
 }
 
@@ -165,7 +173,10 @@ void SquashfsWriter::append_zeros(std::uint64_t count) {
   }
 }
 
-void SquashfsWriter::end_file() { check(sqfs_block_processor_end_file(sq_->processor.get()), "finishing a file"); }
+void SquashfsWriter::end_file() {
+  file_open_ = false;
+  check(sqfs_block_processor_end_file(sq_->processor.get()), "finishing a file");
+}
 
 namespace {
 

@@ -52,6 +52,7 @@ class SquashfsWriter {
 
   std::string path_;
   std::unique_ptr<Libsquashfs> sq_;
+  bool file_open_ = false;
   std::deque<sqfs_inode_generic_t*> file_inodes_;  // stable addresses for the block processor
 };
 
