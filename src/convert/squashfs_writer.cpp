@@ -98,7 +98,12 @@ SquashfsWriter::SquashfsWriter(const std::string& path, const ConvertOptions& op
 
   sqfs_compressor_config_t config{};
   check(sqfs_compressor_config_init(&config, id, options.block_size, 0), "compressor settings");
-  if (options.level) config.level = static_cast<sqfs_u32>(*options.level);
+  if (options.level)
+    config.level = static_cast<sqfs_u32>(*options.level);
+  else if (options.compressor == Compressor::Zstd)
+    config.level = kDefaultZstdLevel;
+  else if (options.compressor == Compressor::Gzip)
+    config.level = kDefaultGzipLevel;
   sqfs_compressor_t* compressor = nullptr;
   int ret = sqfs_compressor_create(&config, &compressor);
   if (ret == SQFS_ERROR_UNSUPPORTED || ret == SQFS_ERROR_ARG_INVALID)

@@ -124,6 +124,28 @@ TEST_F(ConvertTest, ImageIsReadableBySquashfsToolsAndSqfs2tar) {
   }
 }
 
+TEST_F(ConvertTest, CompressorAndLevelAreRecordedAndBadLevelsRefused) {
+  auto l1 = layer(kSample);
+  for (auto [compressor, name] : {std::pair{Compressor::Zstd, "zstd"}, {Compressor::Gzip, "gzip"}, {Compressor::Xz, "xz"}}) {
+    ConvertOptions options;
+    options.compressor = compressor;
+    convert({l1}, {}, options);
+    auto super = run_process({"unsquashfs", "-s", output_});
+    EXPECT_NE(super.out.find(std::string("Compression ") + name), std::string::npos) << super.out;
+  }
+  ConvertOptions bad;
+  bad.compressor = Compressor::Gzip;
+  bad.level = 42;
+  std::remove(output_.c_str());
+  try {
+    convert({l1}, {}, bad);
+    ADD_FAILURE() << "gzip level 42 accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("gzip at level 42"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(exists(output_));
+}
+
 TEST_F(ConvertTest, ProgressCountsEveryBlobByte) {
   auto l1 = layer(kSample);
   auto l2 = layer({{"x", "file", "x"}}, "zstd");
