@@ -69,6 +69,7 @@ std::uint32_t type_bits(Kind kind) {
 struct SquashfsWriter::Libsquashfs {
   SqfsPtr<sqfs_file_t> file;
   SqfsPtr<sqfs_compressor_t> compressor;
+  SqfsPtr<sqfs_compressor_t> decompressor;
   SqfsPtr<sqfs_id_table_t> ids;
   SqfsPtr<sqfs_frag_table_t> fragments;
   SqfsPtr<sqfs_block_writer_t> blocks;
@@ -127,6 +128,15 @@ SquashfsWriter::SquashfsWriter(const std::string& path, const ConvertOptions& op
   if (!sq.ids || !sq.fragments || !sq.blocks) throw std::bad_alloc();
 
   unsigned workers = options.workers != 0 ? options.workers : std::max(1u, std::thread::hardware_concurrency());
+  // A second compressor instance to read fragment blocks back when verifying a
+  // deduplication match.
+  sqfs_compressor_config_t unpack_config{};
+  check(sqfs_compressor_config_init(&unpack_config, id, options.block_size, SQFS_COMP_FLAG_UNCOMPRESS),
+        "decompressor settings");
+  sqfs_compressor_t* decompressor = nullptr;
+  check(sqfs_compressor_create(&unpack_config, &decompressor), "creating the decompressor");
+  sq.decompressor.reset(decompressor);
+
   sqfs_block_processor_desc_t desc{};
   desc.size = sizeof(desc);
   desc.max_block_size = options.block_size;
@@ -137,6 +147,8 @@ SquashfsWriter::SquashfsWriter(const std::string& path, const ConvertOptions& op
   desc.cmp = sq.compressor.get();
   desc.wr = sq.blocks.get();
   desc.tbl = sq.fragments.get();
+  desc.file = sq.file.get();
+  desc.uncmp = sq.decompressor.get();
   sqfs_block_processor_t* processor = nullptr;
   check(sqfs_block_processor_create_ex(&desc, &processor), "starting the block processor");
   sq.processor.reset(processor);
@@ -154,13 +166,15 @@ SquashfsWriter::~SquashfsWriter() {
   for (auto* inode : file_inodes_) sqfs_free(inode);
 }
 
-sqfs_inode_generic_t** SquashfsWriter::begin_file() {
+sqfs_inode_generic_t** SquashfsWriter::begin_file(std::uint64_t size_hint) {
   sqfs_inode_generic_t*& slot = file_inodes_.emplace_back(nullptr);
-  // Deduplication is off: libsquashfs matches blocks by size and a 32-bit checksum
-  // without comparing bytes, and a collision would silently give one file another's
-  // contents.
-  check(sqfs_block_processor_begin_file(sq_->processor.get(), &slot, nullptr, SQFS_BLK_DONT_DEDUPLICATE),
-        "starting a file");
+  // Only files that fit in a fragment are deduplicated: libsquashfs verifies a
+  // fragment match byte by byte (it reads the fragment block back), but matches whole
+  // blocks by size and a 32-bit checksum alone, and a collision there would silently
+  // give one file another's contents. Small duplicates (licences, docs, locale files)
+  // are where the savings are.
+  sqfs_u32 flags = size_hint < sq_->block_size ? 0 : SQFS_BLK_DONT_DEDUPLICATE;
+  check(sqfs_block_processor_begin_file(sq_->processor.get(), &slot, nullptr, flags), "starting a file");
   file_open_ = true;
   return &slot;
 }

@@ -146,6 +146,23 @@ TEST_F(ConvertTest, CompressorAndLevelAreRecordedAndBadLevelsRefused) {
   EXPECT_FALSE(exists(output_));
 }
 
+TEST_F(ConvertTest, DuplicateSmallFilesShareTheirFragment) {
+  std::string licence(3000, 'L');
+  std::string other = licence;
+  other[1500] = 'X';  // same size, one byte differs
+  auto l1 = layer({{"a", "file", licence}, {"b", "file", licence}, {"c", "file", other}});
+  convert({l1});
+  auto fragment = [&](const std::string& path) {
+    auto stat = run_process({"rdsquashfs", "--stat", path, output_});
+    auto at = stat.out.find("Fragment offset: ");
+    return at == std::string::npos ? std::string("none") : stat.out.substr(at, stat.out.find('\n', at) - at);
+  };
+  EXPECT_EQ(fragment("a"), fragment("b"));
+  EXPECT_NE(fragment("a"), fragment("c"));
+  EXPECT_EQ(read("/b"), licence);
+  EXPECT_EQ(read("/c"), other);
+}
+
 TEST_F(ConvertTest, ProgressCountsEveryBlobByte) {
   auto l1 = layer(kSample);
   auto l2 = layer({{"x", "file", "x"}}, "zstd");
