@@ -3,8 +3,8 @@
 # zstd layer from files of this machine's /usr (about SIZE_MB MB, FILES files), then
 # converts each with capsa's converter (tests/convert/convert_bench) and, for
 # comparison, with the Apptainer way (tar -x into a directory + mksquashfs -comp gzip)
-# and squashfs-tools-ng's tar2sqfs. Prints wall time, MB/s of uncompressed layer, peak
-# RSS (GNU time) and output size.
+# and squashfs-tools-ng's tar2sqfs. Prints wall and CPU time, MB/s of uncompressed layer
+# per wall second, peak RSS (GNU time) and output size.
 #   bench/convert.sh [WORKDIR] [SIZE_MB] [FILES]
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -47,11 +47,11 @@ echo "layer: $raw_mb MiB uncompressed, $(wc -l < files.txt) files, $(nproc) CPUs
 
 measure() {  # NAME COMMAND...
   name=$1; shift
-  /usr/bin/time -f "%e %M" -o time.txt "$@" >/dev/null 2>log.txt || { echo "$name failed:"; cat log.txt; return; }
-  read -r wall rss < time.txt
+  /usr/bin/time -f "%e %M %U %S" -o time.txt "$@" >/dev/null 2>log.txt || { echo "$name failed:"; cat log.txt; return; }
+  read -r wall rss user sys < time.txt
   out=$(stat -c %s out.sqfs 2>/dev/null || echo 0)
-  printf '%-34s %7.2f s %8.1f MB/s %7d MiB RSS %8d MiB out\n' "$name" "$wall" \
-    "$(echo "$raw_mb / $wall" | bc -l)" $((rss / 1024)) $((out / 1048576))
+  printf '%-30s %7.2f s wall %7.2f s CPU %7.1f MB/s %5d MiB RSS %5d MiB out\n' "$name" "$wall" \
+    "$(echo "$user + $sys" | bc -l)" "$(echo "$raw_mb / $wall" | bc -l)" $((rss / 1024)) $((out / 1048576))
   rm -f out.sqfs
 }
 

@@ -101,7 +101,7 @@ void Converter::add_extras(const std::vector<ExtraEntry>& extras, int layer) {
         break;
       case ExtraEntry::Type::File:
         if (Node* node = tree_.place(split.components, layer, Kind::File, attrs, warnings_, context)) {
-          node->file_inode = writer_.begin_file(extra.content_or_target.size());
+          node->file_inode = writer_.begin_file();
           writer_.append(extra.content_or_target.data(), extra.content_or_target.size());
           writer_.end_file();
         }
@@ -212,7 +212,7 @@ void Converter::apply_entry(LayerReader& reader, archive_entry* entry, int layer
 void Converter::stream_file(LayerReader& reader, archive_entry* entry, Node& node, const std::string& context) {
   std::uint64_t size = archive_entry_size_is_set(entry) ? static_cast<std::uint64_t>(archive_entry_size(entry)) : 0;
   bool sparse = archive_entry_sparse_count(entry) > 0;
-  node.file_inode = writer_.begin_file(size);
+  node.file_inode = writer_.begin_file();
   if (sparse && size > kMaxSparseBytes) {
     warnings_.add("sparse", context + ": sparse file of " + std::to_string(size) + " bytes stored empty");
     writer_.end_file();

@@ -166,15 +166,13 @@ SquashfsWriter::~SquashfsWriter() {
   for (auto* inode : file_inodes_) sqfs_free(inode);
 }
 
-sqfs_inode_generic_t** SquashfsWriter::begin_file(std::uint64_t size_hint) {
+sqfs_inode_generic_t** SquashfsWriter::begin_file() {
   sqfs_inode_generic_t*& slot = file_inodes_.emplace_back(nullptr);
-  // Only files that fit in a fragment are deduplicated: libsquashfs verifies a
-  // fragment match byte by byte (it reads the fragment block back), but matches whole
-  // blocks by size and a 32-bit checksum alone, and a collision there would silently
-  // give one file another's contents. Small duplicates (licences, docs, locale files)
-  // are where the savings are.
-  sqfs_u32 flags = size_hint < sq_->block_size ? 0 : SQFS_BLK_DONT_DEDUPLICATE;
-  check(sqfs_block_processor_begin_file(sq_->processor.get(), &slot, nullptr, flags), "starting a file");
+  // Identical files share their data. libsquashfs (>= 1.1) confirms a block match by
+  // reading the candidate back and comparing bytes, and a fragment match the same way
+  // through the decompressor given to the block processor: a checksum collision can
+  // never give one file another's contents.
+  check(sqfs_block_processor_begin_file(sq_->processor.get(), &slot, nullptr, 0), "starting a file");
   file_open_ = true;
   return &slot;
 }

@@ -36,9 +36,8 @@ class SquashfsWriter {
   SquashfsWriter& operator=(const SquashfsWriter&) = delete;
 
   // One regular file's data: begin, append (zeros for sparse holes), end. The
-  // returned slot receives the file's inode, owned by this writer. `size_hint` (the
-  // size the tar header announces) decides whether the file may be deduplicated.
-  sqfs_inode_generic_t** begin_file(std::uint64_t size_hint);
+  // returned slot receives the file's inode, owned by this writer.
+  sqfs_inode_generic_t** begin_file();
   void append(const void* data, std::size_t size);
   void append_zeros(std::uint64_t count);
   void end_file();
