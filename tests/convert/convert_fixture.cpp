@@ -22,6 +22,7 @@ std::string ConvertTest::layer(const std::vector<Entry>& entries, const std::str
                      {"gid", e.gid},   {"target", e.target}};
     if (e.mode >= 0) j["mode"] = e.mode;
     if (!e.xattrs.empty()) j["xattrs"] = e.xattrs;
+    if (!e.name_hex.empty()) j["name_hex"] = e.name_hex;
     list.push_back(j);
   }
   std::string path = dir_ / ("layer" + std::to_string(++layers_made_) + "." + compression);
@@ -54,6 +55,12 @@ std::optional<std::string> ConvertTest::read(const std::string& path) const {
   UniqueFd fd = open_file(output_, O_RDONLY);
   squashfs::Reader reader(fd.get(), 0, file_size(fd.get()), output_);
   return reader.read_file(path);
+}
+
+std::vector<std::string> ConvertTest::list(const std::string& path) const {
+  UniqueFd fd = open_file(output_, O_RDONLY);
+  squashfs::Reader reader(fd.get(), 0, file_size(fd.get()), output_);
+  return reader.list_directory(path).value_or(std::vector<std::string>{});
 }
 
 std::pair<int, int> ConvertTest::inode_and_links(const std::string& path) const {

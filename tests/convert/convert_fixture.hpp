@@ -23,6 +23,7 @@ struct Entry {
   int gid = 0;
   std::string target;         // symlink or hardlink target
   std::map<std::string, std::string> xattrs;
+  std::string name_hex;       // when set, the name's raw bytes (names that are not UTF-8)
 };
 
 class ConvertTest : public ::testing::Test {
@@ -37,6 +38,8 @@ class ConvertTest : public ::testing::Test {
   std::map<std::string, std::string> describe() const;
   // Contents of a regular file in the output (capsa's reader), nullopt if absent.
   std::optional<std::string> read(const std::string& path) const;
+  // Names in the output's directory `path` (capsa's reader).
+  std::vector<std::string> list(const std::string& path) const;
   // "Inode number" and "Hard link count" from rdsquashfs --stat.
   std::pair<int, int> inode_and_links(const std::string& path) const;
 

@@ -126,6 +126,16 @@ TEST_F(ConvertTest, LongNamesInPaxAndGnuFormats) {
   }
 }
 
+TEST_F(ConvertTest, NamesAreKeptByteForByteUtf8OrNot) {
+  Entry latin1{"", "file", "latin1"};
+  latin1.name_hex = "636166e9";  // "caf\xe9", not UTF-8
+  auto l1 = layer({latin1, {"caf\xc3\xa9", "file", "utf8"}});
+  convert({l1});
+  EXPECT_EQ(list("/"), (std::vector<std::string>{"caf\xc3\xa9", "caf\xe9"}));
+  EXPECT_EQ(read("/caf\xe9"), "latin1");
+  EXPECT_EQ(read("/caf\xc3\xa9"), "utf8");
+}
+
 TEST_F(ConvertTest, ModesOwnersAndSpecialBitsAreKept) {
   auto l1 = layer({{"suid", "file", "s", 04755}, {"sgid-dir", "dir", "", 02775}, {"sticky", "dir", "", 01777},
                    {"owned", "file", "o", 0640, 1234, 5678}, {"secret", "file", "shadow", 0},

@@ -3,7 +3,7 @@
 
 usage: make_layer.py OUTPUT {plain|gzip|zstd} [pax|gnu] < entries.json
 
-entries.json is a list of objects: name, type (file, dir, symlink, hardlink, fifo,
+entries.json is a list of objects: name (or name_hex, for names that are not UTF-8), type (file, dir, symlink, hardlink, fifo,
 char, block, socket), data, mode, uid, gid, target, xattrs (object). Entries are
 written in the given order, exactly as named (no normalisation), so tests can build
 hostile layers too.
@@ -25,9 +25,12 @@ def main():
     output, compression = sys.argv[1], sys.argv[2]
     fmt = tarfile.GNU_FORMAT if len(sys.argv) > 3 and sys.argv[3] == "gnu" else tarfile.PAX_FORMAT
     raw = io.BytesIO()
-    with tarfile.open(fileobj=raw, mode="w", format=fmt) as tar:
+    with tarfile.open(fileobj=raw, mode="w", format=fmt, errors="surrogateescape") as tar:
         for e in json.load(sys.stdin):
-            info = tarfile.TarInfo(e["name"])
+            name = e.get("name", "")
+            if "name_hex" in e:
+                name = bytes.fromhex(e["name_hex"]).decode("utf-8", "surrogateescape")
+            info = tarfile.TarInfo(name)
             kind = e.get("type", "file")
             info.type = TYPES[kind]
             info.mode = e.get("mode", 0o755 if kind == "dir" else 0o644)
