@@ -249,6 +249,22 @@ TEST_F(ConvertTest, SourceDateEpochClampsTimes) {
   EXPECT_NE(stat.out.find("(1600000000)"), std::string::npos) << stat.out;
 }
 
+TEST_F(ConvertTest, SameInputGivesTheSameImageBytes) {
+  std::vector<Entry> entries;
+  for (int i = 0; i < 200; ++i)
+    entries.push_back({"d" + std::to_string(i % 7) + "/f" + std::to_string(i), "file", std::string(static_cast<std::size_t>(i) * 997, static_cast<char>('a' + i % 26))});
+  auto l1 = layer(entries);
+  std::vector<ExtraEntry> extras{{"/.singularity.d/runscript", ExtraEntry::Type::File, 0755, 0, 0, "run"}};
+  ConvertOptions options;
+  options.source_date_epoch = 1650000000;
+  options.workers = 4;
+  convert({l1}, extras, options);
+  std::string first = capsa::test::read_file(output_);
+  options.workers = 1;
+  convert({l1}, extras, options);
+  EXPECT_TRUE(first == capsa::test::read_file(output_));
+}
+
 TEST_F(ConvertTest, XattrsAreDroppedWithOneSummaryWarning) {
   auto l1 = layer({{"ping", "file", "p", 0755, 0, 0, "", {{"security.capability", "x"}}},
                    {"other", "file", "o", 0644, 0, 0, "", {{"user.note", "y"}}}});
