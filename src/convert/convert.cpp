@@ -89,7 +89,7 @@ void Converter::add_extras(const std::vector<ExtraEntry>& extras, int layer) {
   for (const auto& extra : extras) {
     SplitPath split = split_entry_path(extra.path);
     if (!split.error.empty()) throw Error("extra entry " + printable(extra.path) + ": " + split.error);
-    Attributes attrs{static_cast<std::uint32_t>(extra.mode & 07777), extra.uid, extra.gid, now};
+    Attributes attrs{static_cast<std::uint32_t>(extra.mode & 07777), extra.uid, extra.gid, clamp_time(now)};
     std::string context = "extra entry " + join_components(split.components);
     switch (extra.type) {
       case ExtraEntry::Type::Directory:
@@ -159,7 +159,7 @@ void Converter::apply_entry(LayerReader& reader, archive_entry* entry, int layer
 
   Attributes attrs{static_cast<std::uint32_t>(archive_entry_perm(entry) & 07777),
                    static_cast<std::uint32_t>(archive_entry_uid(entry)),
-                   static_cast<std::uint32_t>(archive_entry_gid(entry)), archive_entry_mtime(entry)};
+                   static_cast<std::uint32_t>(archive_entry_gid(entry)), clamp_time(archive_entry_mtime(entry))};
   const char* link = archive_entry_hardlink(entry);
   if (!link) link = archive_entry_hardlink_utf8(entry);
   if (link) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <climits>
 #include <functional>
+#include <limits>
 
 #include "convert/entry_path.hpp"
 
@@ -49,6 +50,21 @@ const char* kind_name(Kind kind) {
 }
 
 }  // namespace
+
+std::uint32_t clamp_time(std::int64_t seconds) {
+  return static_cast<std::uint32_t>(std::clamp<std::int64_t>(seconds, 0, std::numeric_limits<std::uint32_t>::max()));
+}
+
+Node* Children::find(const std::string& name) const {
+  if (!map_) return nullptr;
+  auto it = map_->find(name);
+  return it == map_->end() ? nullptr : it->second.get();
+}
+
+Children::Map& Children::empty() {
+  static Map none;  // never modified: begin() == end()
+  return none;
+}
 
 MergeTree::MergeTree() {
   // The root exists before any layer, like the empty directory layers are applied to.
@@ -175,9 +191,8 @@ Node* MergeTree::find(const std::string& path) {
   Node* node = &root_;
   for (const auto& name : split.components) {
     if (node->kind != Kind::Directory) return nullptr;
-    auto it = node->children.find(name);
-    if (it == node->children.end()) return nullptr;
-    node = it->second.get();
+    node = node->children.find(name);
+    if (!node) return nullptr;
   }
   return node;
 }

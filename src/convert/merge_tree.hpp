@@ -44,7 +44,37 @@ struct Attributes {
   std::uint32_t mode = 0755;  // permission bits, setuid/setgid/sticky included
   std::uint32_t uid = 0;
   std::uint32_t gid = 0;
-  std::int64_t mtime = 0;
+  std::uint32_t mtime = 0;    // squashfs keeps 32-bit unsigned times: see clamp_time()
+};
+
+// Times as squashfs can store them: before 1970 becomes 0, after 2106 the maximum.
+std::uint32_t clamp_time(std::int64_t seconds);
+
+struct Node;
+
+// The entries of a directory. The map is allocated only for directories that have
+// entries: most nodes are files, and memory per path is what bounds the converter.
+class Children {
+ public:
+  // std::less<> on std::string orders bytes as unsigned char, the order squashfs
+  // requires for directory entries.
+  using Map = std::map<std::string, std::unique_ptr<Node>, std::less<>>;
+
+  std::unique_ptr<Node>& operator[](const std::string& name) {
+    if (!map_) map_ = std::make_unique<Map>();
+    return (*map_)[name];
+  }
+  Node* find(const std::string& name) const;
+  void erase(const std::string& name) {
+    if (map_) map_->erase(name);
+  }
+  void clear() { map_.reset(); }
+  Map::iterator begin() { return map_ ? map_->begin() : empty().begin(); }
+  Map::iterator end() { return map_ ? map_->end() : empty().end(); }
+
+ private:
+  static Map& empty();
+  std::unique_ptr<Map> map_;
 };
 
 struct Node {
@@ -57,9 +87,7 @@ struct Node {
   std::string target;  // symlink target, or hardlink target path ("a/b")
   // Regular files: the slot where the block processor keeps this file's inode.
   sqfs_inode_generic_t** file_inode = nullptr;
-  // std::less<> on std::string orders bytes as unsigned char, the order squashfs
-  // requires for directory entries.
-  std::map<std::string, std::unique_ptr<Node>, std::less<>> children;
+  Children children;
 
   // Filled while writing the image.
   Node* link_target = nullptr;  // Hardlink: the node whose inode this name shares

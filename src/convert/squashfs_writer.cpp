@@ -287,7 +287,7 @@ class TableWriter {
     inode->base.mode = static_cast<sqfs_u16>(type_bits(n.kind) | (n.attrs.mode & 07777));
     check(sqfs_id_table_id_to_index(ids_, n.attrs.uid, &inode->base.uid_idx), "id table");
     check(sqfs_id_table_id_to_index(ids_, n.attrs.gid, &inode->base.gid_idx), "id table");
-    inode->base.mod_time = clamp_time(n.attrs.mtime);
+    inode->base.mod_time = limited_time(n.attrs.mtime);
     inode->base.inode_number = n.inode_number;
     sqfs_u64 block = 0;
     sqfs_u32 offset = 0;
@@ -317,9 +317,8 @@ class TableWriter {
     write(dir, inode.get(), check);
   }
 
-  sqfs_u32 clamp_time(std::int64_t t) const {
-    if (mtime_limit_) t = std::min(t, *mtime_limit_);
-    return static_cast<sqfs_u32>(std::clamp<std::int64_t>(t, 0, std::numeric_limits<sqfs_u32>::max()));
+  sqfs_u32 limited_time(std::uint32_t t) const {
+    return mtime_limit_ ? clamp_time(std::min<std::int64_t>(t, *mtime_limit_)) : t;
   }
 
   sqfs_id_table_t* ids_;
@@ -352,8 +351,7 @@ ImageCounts SquashfsWriter::finish(Node& root, std::optional<std::int64_t> mtime
   sq.super.flags |= SQFS_FLAG_NO_XATTRS;
   sq.super.xattr_id_table_start = 0xFFFFFFFFFFFFFFFFULL;
   sq.super.export_table_start = 0xFFFFFFFFFFFFFFFFULL;
-  sq.super.modification_time = static_cast<sqfs_u32>(
-      std::clamp<std::int64_t>(mtime_limit.value_or(root.attrs.mtime), 0, std::numeric_limits<sqfs_u32>::max()));
+  sq.super.modification_time = mtime_limit ? clamp_time(*mtime_limit) : root.attrs.mtime;
   sq.super.bytes_used = sq.file->get_size(sq.file.get());
   std::uint64_t padding = (kDeviceBlockSize - sq.super.bytes_used % kDeviceBlockSize) % kDeviceBlockSize;
   if (padding > 0) {
