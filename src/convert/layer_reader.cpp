@@ -1,0 +1,133 @@
+#include "convert/layer_reader.hpp"
+
+#include <array>
+#include <cstdio>
+#include <new>
+
+#include "util/error.hpp"
+
+namespace capsa::convert {
+namespace {
+
+constexpr std::size_t kReadBlock = 1 << 20;
+
+std::string hex(const unsigned char* bytes, unsigned int length) {
+  std::string out;
+  out.reserve(length * 2);
+  static constexpr char digits[] = "0123456789abcdef";
+  for (unsigned int i = 0; i < length; ++i) {
+    out += digits[bytes[i] >> 4];
+    out += digits[bytes[i] & 0xf];
+  }
+  return out;
+}
+
+}  // namespace
+
+LayerReader::LayerReader(const std::string& path, std::string label)
+    : label_(std::move(label)),
+      stream_(archive_read_new()),
+      tar_(archive_read_new()),
+      digest_(EVP_MD_CTX_new()) {
+  if (!stream_ || !tar_ || !digest_) throw std::bad_alloc();
+  if (EVP_DigestInit_ex(digest_.get(), EVP_sha256(), nullptr) != 1) throw Error(label_ + ": cannot start sha256");
+  // Only the two compressions OCI defines. archive_read_support_filter_all would also
+  // enable filters that run external programs (lrzip, lzop, grzip) on untrusted data.
+  archive_read_support_filter_gzip(stream_.get());
+  archive_read_support_filter_zstd(stream_.get());
+  archive_read_support_format_raw(stream_.get());
+  if (archive_read_open_filename(stream_.get(), path.c_str(), kReadBlock) != ARCHIVE_OK) {
+    int err = archive_errno(stream_.get());
+    std::string message = archive_error_string(stream_.get()) ? archive_error_string(stream_.get()) : "";
+    if (err > 0 && err < 4096 && message.find("Failed to open") != std::string::npos)
+      throw SystemError(label_ + ": opening " + path, err);
+    throw FormatError(label_ + ": " + (message.empty() ? "cannot read the blob" : message));
+  }
+  archive_entry* raw = nullptr;
+  if (archive_read_next_header(stream_.get(), &raw) != ARCHIVE_OK) {
+    const char* message = archive_error_string(stream_.get());
+    throw FormatError(label_ + ": " + (message ? message : "empty or unreadable blob"));
+  }
+  archive_read_support_format_tar(tar_.get());
+  archive_read_support_format_empty(tar_.get());
+  if (archive_read_open(tar_.get(), this, nullptr, &LayerReader::pull_decompressed, nullptr) != ARCHIVE_OK)
+    fail("opening the tar stream");
+}
+
+LayerReader::~LayerReader() = default;
+
+la_ssize_t LayerReader::pull_decompressed(archive* tar, void* opaque, const void** buffer) {
+  auto* self = static_cast<LayerReader*>(opaque);
+  std::size_t size = 0;
+  la_int64_t offset = 0;
+  int ret = archive_read_data_block(self->stream_.get(), buffer, &size, &offset);
+  if (ret == ARCHIVE_EOF) return 0;
+  if (ret < ARCHIVE_WARN) {
+    const char* message = archive_error_string(self->stream_.get());
+    self->stream_error_ = message ? message : "decompression failed";
+    archive_set_error(tar, -1 /* no errno: a data error */, "%s", self->stream_error_.c_str());
+    return -1;
+  }
+  EVP_DigestUpdate(self->digest_.get(), *buffer, size);
+  return static_cast<la_ssize_t>(size);
+}
+
+void LayerReader::fail(const std::string& what) const {
+  std::string message;
+  if (!stream_error_.empty()) {
+    message = stream_error_ + " (compressed data corrupt or truncated)";
+  } else {
+    const char* tar_message = archive_error_string(tar_.get());
+    message = tar_message ? tar_message : "unreadable tar data";
+  }
+  throw FormatError(label_ + ": " + what + ": " + message);
+}
+
+archive_entry* LayerReader::next() {
+  if (at_end_) return nullptr;
+  archive_entry* entry = nullptr;
+  for (;;) {
+    int ret = archive_read_next_header(tar_.get(), &entry);
+    if (ret == ARCHIVE_OK || ret == ARCHIVE_WARN) return entry;
+    if (ret == ARCHIVE_RETRY) continue;
+    if (ret == ARCHIVE_EOF) {
+      at_end_ = true;
+      drain_rest();
+      return nullptr;
+    }
+    fail("reading the tar stream");
+  }
+}
+
+// The tar parser stops at the end-of-archive marker; the diff_id also covers the
+// zero blocks and padding after it.
+void LayerReader::drain_rest() {
+  for (;;) {
+    const void* block = nullptr;
+    std::size_t size = 0;
+    la_int64_t offset = 0;
+    int ret = archive_read_data_block(stream_.get(), &block, &size, &offset);
+    if (ret == ARCHIVE_EOF) return;
+    if (ret < ARCHIVE_WARN) {
+      const char* message = archive_error_string(stream_.get());
+      throw FormatError(label_ + ": after the end of the tar archive: " +
+                        (message ? message : "decompression failed") + " (compressed data corrupt or truncated)");
+    }
+    EVP_DigestUpdate(digest_.get(), block, size);
+  }
+}
+
+std::string LayerReader::diff_id() {
+  if (!at_end_) throw Error(label_ + ": diff_id asked before the end of the layer");
+  std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
+  unsigned int length = 0;
+  EVP_DigestFinal_ex(digest_.get(), digest.data(), &length);
+  return "sha256:" + hex(digest.data(), length);
+}
+
+std::uint64_t LayerReader::blob_bytes_read() const {
+  la_int64_t n = archive_filter_bytes(stream_.get(), -1);
+  return n > 0 ? static_cast<std::uint64_t>(n) : 0;
+}
+
+}  // namespace capsa::convert

@@ -1,0 +1,74 @@
+#pragma once
+// Reads one layer blob as a sequence of tar entries while hashing its uncompressed
+// bytes (the layer's diff_id). Two libarchive readers are chained: the outer one only
+// decompresses (gzip or zstd, detected from the magic bytes, or none) with the "raw"
+// format, the inner one parses tar from the outer one's output. The chain exists so
+// that the exact uncompressed byte stream, tar padding included, passes through our
+// hash; libarchive offers no hook on a single reader's decompressed stream.
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <openssl/evp.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace capsa::convert {
+
+class LayerReader {
+ public:
+  // `label` names the layer in every error ("layer 3 (sha256:ab…)").
+  LayerReader(const std::string& path, std::string label);
+  ~LayerReader();
+  LayerReader(const LayerReader&) = delete;
+  LayerReader& operator=(const LayerReader&) = delete;
+
+  // The next tar entry, or nullptr at the end of the archive. The entry stays valid
+  // until the next call. Data not read by read_data() is skipped.
+  archive_entry* next();
+
+  // Calls `sink(data, size, offset)` for each block of the current entry's contents;
+  // `offset` jumps forward over holes of sparse files.
+  template <typename Sink>
+  void read_data(Sink&& sink) {
+    for (;;) {
+      const void* block = nullptr;
+      std::size_t size = 0;
+      la_int64_t offset = 0;
+      int ret = archive_read_data_block(tar_.get(), &block, &size, &offset);
+      if (ret == ARCHIVE_EOF) return;
+      if (ret < ARCHIVE_WARN) fail("reading file data");
+      sink(static_cast<const char*>(block), size, static_cast<std::uint64_t>(offset));
+    }
+  }
+
+  // "sha256:<hex>" of the whole uncompressed stream; only after next() returned nullptr.
+  std::string diff_id();
+
+  // Bytes of the blob file consumed so far (compressed, as stored).
+  std::uint64_t blob_bytes_read() const;
+
+  const std::string& label() const { return label_; }
+
+ private:
+  struct ArchiveFree {
+    void operator()(archive* a) const { archive_read_free(a); }
+  };
+  struct DigestFree {
+    void operator()(EVP_MD_CTX* c) const { EVP_MD_CTX_free(c); }
+  };
+
+  static la_ssize_t pull_decompressed(archive* tar, void* self, const void** buffer);
+  [[noreturn]] void fail(const std::string& what) const;
+  void drain_rest();
+
+  std::string label_;
+  std::unique_ptr<archive, ArchiveFree> stream_;  // decompression only ("raw" format)
+  std::unique_ptr<archive, ArchiveFree> tar_;     // tar parsing, fed from stream_
+  std::unique_ptr<EVP_MD_CTX, DigestFree> digest_;
+  std::string stream_error_;  // why stream_ failed, reported instead of tar_'s generic error
+  bool at_end_ = false;
+};
+
+}  // namespace capsa::convert

@@ -1,0 +1,59 @@
+#pragma once
+// Writes a squashfs image with libsquashfs (squashfs-tools-ng): file data streams
+// through the multithreaded block processor as it is read, then the inode,
+// directory, fragment and id tables are written from the MergeTree.
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "convert/convert.hpp"
+#include "convert/merge_tree.hpp"
+
+struct sqfs_file_t;
+struct sqfs_compressor_t;
+struct sqfs_block_writer_t;
+struct sqfs_frag_table_t;
+struct sqfs_block_processor_t;
+struct sqfs_id_table_t;
+
+namespace capsa::convert {
+
+struct ImageCounts {
+  std::uint64_t inodes = 0;
+  std::uint64_t files = 0;
+  std::uint64_t bytes = 0;
+};
+
+class SquashfsWriter {
+ public:
+  // Truncates and writes `path`. `label` names the output in errors.
+  SquashfsWriter(const std::string& path, const ConvertOptions& options);
+  ~SquashfsWriter();
+  SquashfsWriter(const SquashfsWriter&) = delete;
+  SquashfsWriter& operator=(const SquashfsWriter&) = delete;
+
+  // One regular file's data: begin, append (zeros for sparse holes), end. The
+  // returned slot receives the file's inode, owned by this writer.
+  sqfs_inode_generic_t** begin_file();
+  void append(const void* data, std::size_t size);
+  void append_zeros(std::uint64_t count);
+  void end_file();
+
+  // Waits for the compressors, then writes every table and the super block.
+  // `mtime_limit` clamps every time stamp (SOURCE_DATE_EPOCH).
+  ImageCounts finish(Node& root, std::optional<std::int64_t> mtime_limit);
+
+ private:
+  struct Libsquashfs;
+  void check(int code, const char* what) const;
+
+  std::string path_;
+  std::unique_ptr<Libsquashfs> sq_;
+  bool file_open_ = false;
+  std::deque<sqfs_inode_generic_t*> file_inodes_;  // stable addresses for the block processor
+};
+
+}  // namespace capsa::convert
