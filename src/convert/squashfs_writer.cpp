@@ -178,6 +178,9 @@ sqfs_inode_generic_t** SquashfsWriter::begin_file() {
 }
 
 void SquashfsWriter::append(const void* data, std::size_t size) {
+  // libsquashfs 1.2 crashes on a zero-length append before a file's first block exists
+  // (an empty extra file); there is nothing to write anyway.
+  if (size == 0) return;
   check(sqfs_block_processor_append(sq_->processor.get(), data, size), "writing file data");
 }
 

@@ -1,0 +1,89 @@
+// `capsa pull [OUTPUT.sif] docker://REF`: flags and environment as `apptainer pull`.
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.hpp"
+#include "cli/env_flags.hpp"
+#include "oci/platform.hpp"
+#include "pull/pull.hpp"
+#include "util/error.hpp"
+
+namespace capsa::cli {
+namespace {
+
+struct PullFlags {
+  std::vector<std::string> positionals;
+  bool force = false;
+  bool disable_cache = false;
+  bool docker_login = false;
+  bool nohttps = false;
+  bool quiet = false;
+  std::string arch;
+  std::string platform;
+  std::string compression = "zstd";
+  std::string name;
+  std::string dir;
+};
+
+convert::Compressor compressor_named(const std::string& name) {
+  if (name == "zstd") return convert::Compressor::Zstd;
+  if (name == "gzip") return convert::Compressor::Gzip;
+  if (name == "xz") return convert::Compressor::Xz;
+  throw Error("unknown --compression \"" + name + "\" (zstd, gzip or xz)");
+}
+
+pull::PullOptions options_from(const PullFlags& f) {
+  pull::PullOptions options;
+  if (f.positionals.size() == 1) {
+    options.reference = f.positionals[0];
+  } else if (f.positionals.size() == 2) {
+    options.output = f.positionals[0];
+    options.reference = f.positionals[1];
+  } else {
+    throw Error("pull needs [OUTPUT.sif] docker://REF (see `capsa help pull`)");
+  }
+  if (options.reference.rfind("docker://", 0) != 0)
+    throw Error("cannot pull \"" + options.reference + "\": only docker:// references are supported");
+  if (!f.name.empty()) options.output = f.name;
+  if (!f.dir.empty()) options.output_dir = f.dir;
+  options.force = f.force || env_flag("FORCE");
+  options.disable_cache = f.disable_cache || env_flag("DISABLE_CACHE");
+  options.docker_login = f.docker_login || env_flag("DOCKER_LOGIN");
+  options.nohttps = f.nohttps;
+  if (!f.platform.empty()) options.platform = oci::parse_platform(f.platform);
+  else if (!f.arch.empty()) options.platform = oci::platform_from_arch(f.arch);
+  options.compressor = compressor_named(f.compression);
+  return options;
+}
+
+}  // namespace
+
+void add_pull_command(CLI::App& app) {
+  auto flags = std::make_shared<PullFlags>();
+  auto* cmd = app.add_subcommand("pull", "Pull a docker:// image from an OCI registry into a SIF file");
+  cmd->add_option("args", flags->positionals, "[OUTPUT.sif] docker://REF")->required()->expected(1, 2);
+  cmd->add_flag("-F,--force", flags->force, "Overwrite an existing output file");
+  cmd->add_flag("--disable-cache", flags->disable_cache, "Do not use or fill the cache (APPTAINER_DISABLE_CACHE)");
+  cmd->add_flag("--docker-login", flags->docker_login, "Ask for registry credentials on the terminal");
+  cmd->add_option("--arch", flags->arch, "Architecture to pull (amd64, arm64, ppc64le, ...); default: this machine's");
+  cmd->add_option("--platform", flags->platform, "Platform to pull, OS/ARCH[/VARIANT], e.g. linux/arm64/v8");
+  cmd->add_flag("--nohttps,--no-https", flags->nohttps, "Talk plain HTTP to the registry (APPTAINER_NOHTTPS)");
+  cmd->add_flag("-q,--quiet", flags->quiet, "No progress output");
+  cmd->add_option("--compression", flags->compression,
+                  "Squashfs compression: zstd (default: fast to decompress, kernels >= 4.14), gzip (what "
+                  "Apptainer uses; readable by very old kernels), xz (smallest, slowest)");
+  cmd->add_option("--name", flags->name, "Output file name (instead of OUTPUT.sif)");
+  cmd->add_option("--dir", flags->dir, "Directory to write the output file in");
+  cmd->footer(
+      "Credentials: APPTAINER_DOCKER_USERNAME/_PASSWORD (or SINGULARITY_...), --docker-login, or\n"
+      "~/.docker/config.json. For NVIDIA NGC use the username '$oauthtoken' and an API key.\n"
+      "Cache: $CAPSA_CACHEDIR, $APPTAINER_CACHEDIR or $SINGULARITY_CACHEDIR; see `capsa help cache`.");
+  cmd->callback([flags, &app] {
+    bool quiet = flags->quiet || app.get_option("--quiet")->count() > 0;
+    Progress progress(Progress::detect_mode(quiet, 2));
+    pull::PullResult result = pull::pull(options_from(*flags), progress);
+    if (!quiet) std::cerr << (result.from_cache ? "Using cached image: " : "Wrote ") << result.output_path << "\n";
+  });
+}
+
+}  // namespace capsa::cli

@@ -1,0 +1,264 @@
+#include "pull/pull.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include "cache/cache.hpp"
+#include "capsa/version.hpp"
+#include "image/container_files.hpp"
+#include "image/pulled_sif.hpp"
+#include "oci/image_config.hpp"
+#include "oci/manifest.hpp"
+#include "oci/select.hpp"
+#include "reference/image_reference.hpp"
+#include "registry/client.hpp"
+#include "registry/credentials.hpp"
+#include "registry/options.hpp"
+#include "util/error.hpp"
+#include "util/fd.hpp"
+
+namespace capsa::pull {
+namespace {
+
+// Everything one pull works with, built once from the options.
+struct Session {
+  reference::ImageReference ref;
+  oci::Platform platform;
+  std::unique_ptr<registry::RegistryClient> client;
+  std::unique_ptr<cache::Cache> cache;
+  std::optional<std::string> private_cache_root;  // --disable-cache: removed at the end
+  Progress* progress = nullptr;
+  std::vector<std::string> warnings;
+
+  ~Session() {
+    if (private_cache_root) {
+      std::error_code ec;
+      std::filesystem::remove_all(*private_cache_root, ec);
+    }
+  }
+  void warn(const std::string& line) {
+    warnings.push_back(line);
+    progress->note("WARNING: " + line);
+  }
+};
+
+std::string short_digest(const std::string& digest) {
+  auto colon = digest.find(':');
+  return colon == std::string::npos ? digest : digest.substr(colon + 1, 12);
+}
+
+std::string make_private_cache_root() {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string tmpl = std::string(tmp && *tmp ? tmp : "/var/tmp") + "/capsa-pull-XXXXXX";
+  std::vector<char> buf(tmpl.begin(), tmpl.end());
+  buf.push_back('\0');
+  if (::mkdtemp(buf.data()) == nullptr) throw_errno("creating a temporary directory for --disable-cache");
+  return buf.data();
+}
+
+std::unique_ptr<Session> open_session(const PullOptions& options, Progress& progress) {
+  auto session = std::make_unique<Session>();
+  session->progress = &progress;
+  session->ref = reference::parse_image_reference(options.reference);
+  session->platform = options.platform ? *options.platform : oci::host_platform();
+
+  registry::ClientOptions client_options = registry::options_from_environment();
+  client_options.insecure_http = client_options.insecure_http || options.nohttps;
+  client_options.log = [s = session.get()](std::string_view line) { s->progress->note(std::string(line)); };
+  std::string host = session->ref.api_host();
+  std::optional<registry::Credentials> credentials =
+      options.docker_login ? std::optional(registry::prompt_for_credentials_on_tty(session->ref.registry))
+                           : registry::find_credentials(host);
+  session->client = std::make_unique<registry::RegistryClient>(host, client_options, credentials);
+
+  if (options.disable_cache) {
+    session->private_cache_root = make_private_cache_root();
+    session->cache = std::make_unique<cache::Cache>(*session->private_cache_root);
+  } else if (options.cache_dir) {
+    session->cache = std::make_unique<cache::Cache>(*options.cache_dir);
+  } else {
+    session->cache = std::make_unique<cache::Cache>(cache::Cache::open_default());
+  }
+  return session;
+}
+
+// The image manifest for the wanted platform, following indexes (which may nest).
+oci::Manifest resolve_manifest(Session& s, const std::string& top_digest) {
+  const std::string image = "docker://" + s.ref.to_string();
+  std::string digest = top_digest;
+  for (int depth = 0; depth < 4; ++depth) {
+    registry::ManifestResponse response = s.client->get_manifest(s.ref.repository, digest);
+    if (oci::kind_of(response.media_type, response.bytes) == oci::ManifestKind::Manifest)
+      return oci::parse_manifest(response.bytes, response.media_type);
+    oci::Index index = oci::parse_index(response.bytes, response.media_type);
+    digest = oci::select_manifest(index, s.platform, image).digest.to_string();
+  }
+  throw FormatError(image + ": indexes nested more than 4 deep");
+}
+
+// Every blob in `descriptors` present in the cache, downloading the missing ones in
+// parallel. Producer locks are taken in digest order, so two pulls sharing layers
+// cannot deadlock; a blob another process is downloading is waited for.
+std::map<std::string, std::string> ensure_blobs(Session& s, const std::vector<oci::Descriptor>& descriptors) {
+  std::map<std::string, const oci::Descriptor*> unique;
+  for (const auto& d : descriptors) unique.emplace(d.digest.to_string(), &d);
+
+  std::map<std::string, std::string> paths;
+  std::vector<cache::ProducerLock> locks;
+  std::vector<registry::BlobTarget> targets;
+  std::vector<std::string> labels;
+  for (const auto& [digest, descriptor] : unique) {
+    cache::Key key = cache::Key::blob(digest);
+    auto lock = s.cache->begin_produce(key, {.timeout = std::nullopt, .on_wait = [&](const cache::Key&, const std::string& holder) {
+      s.progress->note("waiting for " + (holder.empty() ? std::string("another process") : holder) +
+                       " to finish downloading " + digest);
+    }});
+    paths[digest] = s.cache->path_of(key);
+    if (!lock) continue;  // already cached (perhaps by the process we waited for)
+    targets.push_back({digest, static_cast<std::uint64_t>(descriptor->size), lock->partial_path()});
+    labels.push_back("blob " + short_digest(digest));
+    locks.push_back(std::move(*lock));
+  }
+  if (targets.empty()) return paths;
+
+  for (std::size_t i = 0; i < targets.size(); ++i) s.progress->start(labels[i], targets[i].size.value_or(0));
+  std::vector<bool> finished(targets.size(), false);
+  s.client->fetch_blobs(s.ref.repository, targets,
+                        [&](std::size_t index, std::uint64_t done, std::optional<std::uint64_t>) {
+                          s.progress->update(labels[index], done);
+                        });
+  for (std::size_t i = 0; i < targets.size(); ++i) {
+    s.progress->finish(labels[i]);
+    locks[i].publish();
+  }
+  return paths;
+}
+
+std::string read_small_file(const std::string& path) { return read_whole_file(path); }
+
+// Downloads what is missing and converts the image into a SIF at `sif_path`.
+void produce_sif(Session& s, const std::string& top_digest, const std::string& sif_path, const PullOptions& options) {
+  oci::Manifest manifest = resolve_manifest(s, top_digest);
+  std::vector<oci::Descriptor> wanted = manifest.layers;
+  wanted.push_back(manifest.config);
+  std::map<std::string, std::string> blobs = ensure_blobs(s, wanted);
+
+  oci::ImageConfig config = oci::parse_image_config(read_small_file(blobs.at(manifest.config.digest.to_string())));
+  if (!manifest.config.digest.matches(read_small_file(blobs.at(manifest.config.digest.to_string()))))
+    throw FormatError("image config " + manifest.config.digest.to_string() + " does not match its digest");
+  oci::check_layers_match(manifest, config);
+  if (auto warning = oci::platform_mismatch_warning(config, s.platform)) s.warn(*warning);
+
+  std::vector<convert::LayerInput> layers;
+  std::uint64_t total = 0;
+  for (std::size_t i = 0; i < manifest.layers.size(); ++i) {
+    const auto& layer = manifest.layers[i];
+    layers.push_back({blobs.at(layer.digest.to_string()), config.diff_ids[i].to_string(),
+                      "layer " + std::to_string(i + 1) + " (" + layer.digest.to_string() + ")"});
+    total += static_cast<std::uint64_t>(layer.size);
+  }
+
+  image::OciSource source;
+  source.config = config.config;
+  source.reference = s.ref.written;
+  source.architecture = config.architecture.empty() ? s.platform.architecture : config.architecture;
+  source.build_time = convert::source_date_epoch_from_environment().value_or(static_cast<std::int64_t>(::time(nullptr)));
+  source.capsa_version = build_info::version;
+
+  std::vector<convert::ExtraEntry> extras;
+  for (const image::ContainerFile& file : image::container_files_for_oci(source)) {
+    convert::ExtraEntry entry;
+    entry.path = file.path;
+    entry.type = file.kind == image::ContainerFile::Kind::Directory ? convert::ExtraEntry::Type::Directory
+                 : file.kind == image::ContainerFile::Kind::Symlink ? convert::ExtraEntry::Type::Symlink
+                                                                     : convert::ExtraEntry::Type::File;
+    entry.mode = static_cast<mode_t>(file.mode);
+    entry.content_or_target = file.content;
+    // Bind points are only wanted where the image has nothing (its own /tmp is 1777);
+    // the runtime creates missing ones anyway, so until the converter can add an entry
+    // "only if missing", they are left out rather than risk overriding the image's.
+    if (file.only_if_missing) continue;
+    extras.push_back(std::move(entry));
+  }
+
+  cache::TempItem squashfs = s.cache->make_temp(".squashfs");
+  convert::ConvertOptions convert_options;
+  convert_options.compressor = options.compressor;
+  const std::string task = "converting to squashfs";
+  s.progress->start(task, total);
+  convert_options.progress = [&](const convert::Progress& p) { s.progress->update(task, p.input_bytes_done); };
+  convert::ConversionResult converted = convert::layers_to_squashfs(layers, extras, squashfs.path(), convert_options);
+  s.progress->finish(task);
+  for (const auto& warning : converted.warnings) s.warn(warning);
+
+  image::PulledSifParts parts;
+  parts.squashfs_path = squashfs.path();
+  parts.source = source;
+  parts.reproducible = convert::source_date_epoch_from_environment().has_value();
+  image::write_pulled_sif(sif_path, parts);
+}
+
+std::string output_path_for(const PullOptions& options, const reference::ImageReference& ref) {
+  std::string name = options.output ? *options.output : ref.default_sif_name();
+  return options.output_dir ? *options.output_dir + "/" + name : name;
+}
+
+void refuse_existing(const std::string& output, bool force) {
+  struct stat st {};
+  if (!force && ::lstat(output.c_str(), &st) == 0)
+    throw Error("image file already exists: " + output + " - will not overwrite (use --force)");
+}
+
+// The cache entry of the SIF, produced here unless cached or being produced elsewhere.
+cache::EntryUse sif_entry(Session& s, const PullOptions& options, std::string& top_digest, bool& from_cache) {
+  top_digest = s.ref.digest ? s.ref.digest->to_string()
+                            : s.client->head_manifest(s.ref.repository, s.ref.manifest_reference());
+  oci::Platform p = oci::normalized(s.platform);
+  cache::Key key = cache::Key::sif(top_digest, p.os, p.architecture, p.variant);
+  from_cache = true;
+  return s.cache->wait_or_produce(
+      key,
+      [&](cache::ProducerLock& lock) {
+        from_cache = false;
+        produce_sif(s, top_digest, lock.partial_path(), options);
+      },
+      {.timeout = std::nullopt, .on_wait = [&](const cache::Key&, const std::string& holder) {
+         s.progress->note("waiting for " + (holder.empty() ? std::string("another process") : holder) +
+                          " to finish converting " + s.ref.to_string());
+       }});
+}
+
+}  // namespace
+
+PullResult pull(const PullOptions& options, Progress& progress) {
+  auto session = open_session(options, progress);
+  Session& s = *session;
+  PullResult result;
+  result.output_path = output_path_for(options, s.ref);
+  return with_context("pull docker://" + s.ref.to_string(), [&] {
+    refuse_existing(result.output_path, options.force);
+    cache::EntryUse entry = sif_entry(s, options, result.manifest_digest, result.from_cache);
+    cache::materialize(entry.fd(), result.output_path, 0755, options.force);
+    result.warnings = s.warnings;
+    return result;
+  });
+}
+
+std::string cached_sif(const PullOptions& options, Progress& progress) {
+  auto session = open_session(options, progress);
+  Session& s = *session;
+  if (options.disable_cache) throw Error("running a docker:// image needs the cache (drop --disable-cache, or pull first)");
+  return with_context("docker://" + s.ref.to_string(), [&] {
+    std::string digest;
+    bool from_cache = false;
+    return sif_entry(s, options, digest, from_cache).path();
+  });
+}
+
+}  // namespace capsa::pull

@@ -1,0 +1,43 @@
+#pragma once
+// `capsa pull docker://REF`: reference -> manifest -> blobs (cache) -> layers -> squashfs
+// -> SIF (cache) -> output file. Each stage is one call into its own domain; this file
+// only orders them and owns the cache entries and temporaries in between.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "convert/convert.hpp"
+#include "oci/platform.hpp"
+#include "util/progress.hpp"
+
+namespace capsa::pull {
+
+struct PullOptions {
+  std::string reference;                    // "docker://..." as the user wrote it
+  std::optional<std::string> output;        // OUTPUT.sif; Apptainer's default name otherwise
+  std::optional<std::string> output_dir;    // --dir: where the output goes
+  bool force = false;                       // overwrite an existing output
+  bool disable_cache = false;               // keep nothing: a private cache, removed at the end
+  bool docker_login = false;                // prompt for credentials on the terminal
+  bool nohttps = false;                     // plain HTTP to the registry
+  std::optional<oci::Platform> platform;    // --platform / --arch; the host's otherwise
+  convert::Compressor compressor = convert::Compressor::Zstd;
+  std::optional<std::string> cache_dir;     // overrides the environment (tests)
+};
+
+struct PullResult {
+  std::string output_path;
+  std::string manifest_digest;   // what the tag resolved to
+  bool from_cache = false;       // the SIF was already cached: nothing downloaded or converted
+  std::vector<std::string> warnings;
+};
+
+// Pulls and writes the SIF at the output path (atomically; never a partial file).
+PullResult pull(const PullOptions& options, Progress& progress);
+
+// The cached SIF of an image, pulled and converted first if needed (for `exec docker://`).
+// Returns its path in the cache.
+std::string cached_sif(const PullOptions& options, Progress& progress);
+
+}  // namespace capsa::pull
