@@ -9,6 +9,7 @@
 #include "cli/env_flags.hpp"
 #include "image/metadata.hpp"
 #include "runtime/bind_spec.hpp"
+#include "pull/pull.hpp"
 #include "runtime/launch.hpp"
 #include "sif/image.hpp"
 #include "util/error.hpp"
@@ -32,6 +33,7 @@ struct ActionFlags {
   bool writable_tmpfs = false;
   bool userns = false;
   bool debug = false;
+  bool quiet = false;
 };
 
 runtime::ActionRequest request_from(const std::string& action, const ActionFlags& f,
@@ -42,8 +44,13 @@ runtime::ActionRequest request_from(const std::string& action, const ActionFlags
   r.image = rest[0];
   r.args.assign(rest.begin() + 1, rest.end());
   if (action == "exec" && r.args.empty()) throw Error("exec needs a command to run in " + r.image);
-  if (r.image.rfind("docker://", 0) == 0)
-    throw Error("running docker:// references directly is not supported yet: `capsa pull` it first");
+  if (r.image.rfind("docker://", 0) == 0) {
+    // Pulled (or found) in the cache first, as Apptainer does; the cached SIF is run.
+    pull::PullOptions pull_options;
+    pull_options.reference = r.image;
+    pull_options.nohttps = env_flag("NOHTTPS");
+    r.image = pull::cached_sif_in_subprocess(pull_options, Progress::detect_mode(f.quiet, 2));
+  }
   // -B wins in order after the environment's binds, as Apptainer merges them.
   r.binds = runtime::binds_from_environment(std::map<std::string, std::string>{
       {"APPTAINER_BIND", env_value("BIND").value_or("")}, {"APPTAINER_BINDPATH", env_value("BINDPATH").value_or("")}});
@@ -84,8 +91,10 @@ void add_action(CLI::App& app, const std::string& name, const std::string& descr
   cmd->add_flag("--writable-tmpfs", flags->writable_tmpfs, "Let the container write, to a 64 MiB tmpfs discarded at exit");
   cmd->add_flag("-u,--userns", flags->userns, "Run in a user namespace (capsa always does unless run by root)");
   cmd->add_flag("-d,--debug", flags->debug, "Print the mount plan");
+  cmd->add_flag("-q,--quiet", flags->quiet, "No progress output when a docker:// image is pulled first");
   if (name == "shell") cmd->add_option("-s,--shell", flags->shell, "Shell to run (also APPTAINER_SHELL)");
-  cmd->footer("IMAGE is a SIF file or a sandbox directory. Everything after IMAGE is passed to the container.");
+  cmd->footer("IMAGE is a SIF file, a sandbox directory, or docker://REF (pulled into the cache first).\n"
+              "Everything after IMAGE is passed to the container.");
   cmd->callback([cmd, flags, name] { runtime::launch(request_from(name, *flags, cmd->remaining())); });
 }
 

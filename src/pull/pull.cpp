@@ -2,9 +2,12 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -259,6 +262,43 @@ std::string cached_sif(const PullOptions& options, Progress& progress) {
     bool from_cache = false;
     return sif_entry(s, options, digest, from_cache).path();
   });
+}
+
+std::string cached_sif_in_subprocess(const PullOptions& options, Progress::Mode progress_mode) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) throw_errno("pipe");
+  UniqueFd read_end(fds[0]), write_end(fds[1]);
+  std::fflush(nullptr);
+  pid_t pid = ::fork();
+  if (pid < 0) throw_errno("fork");
+  if (pid == 0) {
+    read_end.reset();
+    int status = 0;
+    try {
+      Progress progress(progress_mode);
+      std::string path = cached_sif(options, progress);
+      write_all(write_end.get(), std::span(reinterpret_cast<const std::uint8_t*>(path.data()), path.size()));
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "capsa: error: %s\n", e.what());
+      status = 1;
+    }
+    std::fflush(nullptr);
+    ::_exit(status);
+  }
+  write_end.reset();
+  std::string path;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(read_end.get(), buf, sizeof buf)) != 0;) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw_errno("reading the pulled image's path");
+    path.append(buf, static_cast<std::size_t>(n));
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || path.empty())
+    throw Error("could not get " + options.reference + " (see the message above)");
+  return path;
 }
 
 }  // namespace capsa::pull

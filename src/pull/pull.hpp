@@ -40,4 +40,9 @@ PullResult pull(const PullOptions& options, Progress& progress);
 // Returns its path in the cache.
 std::string cached_sif(const PullOptions& options, Progress& progress);
 
+// The same, done in a child process: downloads and conversion use threads, and a
+// process that is about to unshare(CLONE_NEWUSER) must never have had more than one.
+// Errors are printed by the child; this throws a short Error naming the image.
+std::string cached_sif_in_subprocess(const PullOptions& options, Progress::Mode progress_mode);
+
 }  // namespace capsa::pull

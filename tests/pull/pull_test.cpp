@@ -195,6 +195,17 @@ TEST_F(Pull, UnknownTagsAndUnreachableRegistriesAreClearErrors) {
   EXPECT_FALSE(std::filesystem::exists(out("h.sif")));
 }
 
+TEST_F(Pull, ExecOfADockerReferencePullsIntoTheCacheThenRuns) {
+  auto first = capsa({"exec", "-q", plain("public/busybox:1.0"), "busybox", "echo", "first"}, {"APPTAINER_NOHTTPS=1"});
+  EXPECT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_EQ(first.out, "first\n");
+  auto list = capsa({"cache", "list"});
+  EXPECT_NE(list.out.find("There are 1 container file(s)"), std::string::npos) << list.out;
+  auto second = capsa({"exec", plain("public/busybox:1.0"), "sh", "-c", "exit 5"}, {"APPTAINER_NOHTTPS=1"});
+  EXPECT_EQ(second.exit_code, 5) << second.err;
+  EXPECT_EQ(second.err.find("started"), std::string::npos) << "nothing downloaded the second time: " << second.err;
+}
+
 class PullMatchesUmoci : public Pull, public ::testing::WithParamInterface<std::pair<std::string, std::string>> {};
 
 TEST_P(PullMatchesUmoci, FileByFile) {
