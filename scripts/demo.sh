@@ -32,4 +32,24 @@ step "capsa run $sif (the runscript, in a container)"
 "$capsa" run "$sif" /bin/busybox uname -a
 step "capsa exec --containall $sif (as $(id -un))"
 "$capsa" exec --containall --pwd / "$sif" /bin/sh -c 'echo "inside: uid $(id -u), greeting: $DEMO_GREETING"; ls /'
-step "done: $sif"
+step "an OCI image made by the project (busybox-static), pushed to a local registry"
+export CAPSA_TEST_REGISTRY_PLAIN_PORT=5110 CAPSA_TEST_REGISTRY_TOKEN_PORT=5111 \
+       CAPSA_TEST_REGISTRY_AUTH_PORT=5112 CAPSA_TEST_REGISTRY_BASIC_PORT=5113
+# Laid out as tests/fixtures/build-all.sh leaves fixtures: oci-NAME links to a build.
+mkdir -p "$work/fixtures/oci-busybox-demo"
+"$root/tests/fixtures/make-oci-busybox.sh" "$work/fixtures/oci-busybox-demo"
+ln -s oci-busybox-demo "$work/fixtures/oci-busybox"
+"$root/tests/registry/start.sh" "$work/registry" "$work/fixtures" >/dev/null
+trap '"$root/tests/registry/stop.sh" "$work/registry" >/dev/null 2>&1' EXIT
+ref="docker://127.0.0.1:5110/public/busybox:latest"
+export CAPSA_CACHEDIR="$work/cache"
+
+step "capsa pull --nohttps $ref"
+(cd "$work" && "$capsa" pull --nohttps "$ref")
+step "capsa inspect --runscript $work/busybox_latest.sif"
+"$capsa" inspect --runscript "$work/busybox_latest.sif"
+step "capsa run $work/busybox_latest.sif (Cmd [\"sh\"] replaced by the arguments)"
+"$capsa" run "$work/busybox_latest.sif" sh -c 'echo "hello from the pulled image, running as uid $(id -u)"'
+step "capsa exec $ref (served from the cache: no download)"
+APPTAINER_NOHTTPS=1 "$capsa" exec "$ref" busybox uname -m
+step "done: $sif and $work/busybox_latest.sif"
