@@ -1,0 +1,86 @@
+#!/bin/sh
+# Registry -> one squashfs image, cold, side by side (issue 3 item 10):
+#   capsa pull (default zstd), capsa pull --compression gzip,
+#   the Apptainer pipeline: skopeo copy + umoci unpack + mksquashfs -comp gzip,
+#   Charliecloud: ch-image pull + ch-convert -o squash.
+# For each: wall time, CPU time (user+sys), peak RSS, peak extra disk used while it ran
+# (sampled from the file system, so every temporary counts), and the output size; then
+# ratios against capsa. Page cache dropped before each run. Run as root on a quiet machine.
+#
+# Usage: bench/pull.sh [IMAGE]   IMAGE: a test image name (default: large, 1.25 GiB,
+#        51k files, 7 layers; built with CAPSA_LARGE_FIXTURES=1, which this script sets).
+set -eu
+root=$(cd "$(dirname "$0")/.." && pwd)
+image=${1:-large}
+capsa="$root/build/src/cli/capsa"
+fixtures=/var/tmp/capsa-test-fixtures
+work=$(mktemp -d /var/tmp/capsa-bench-pull.XXXXXX)
+state="$work/registry"
+export CAPSA_TEST_REGISTRY_PLAIN_PORT=5120 CAPSA_TEST_REGISTRY_TOKEN_PORT=5121 \
+       CAPSA_TEST_REGISTRY_AUTH_PORT=5122 CAPSA_TEST_REGISTRY_BASIC_PORT=5123
+cleanup() { "$root/tests/registry/stop.sh" "$state" >/dev/null 2>&1 || true; rm -rf "$work"; }
+trap cleanup EXIT
+
+[ "$(id -u)" -eq 0 ] || { echo "bench/pull.sh: run as root (umoci unpack and drop_caches need it)" >&2; exit 1; }
+CAPSA_LARGE_FIXTURES=1 "$root/tests/fixtures/build-all.sh" "$fixtures" >/dev/null
+"$root/tests/registry/start.sh" "$state" "$fixtures" >/dev/null
+plain="127.0.0.1:$CAPSA_TEST_REGISTRY_PLAIN_PORT"
+ref="$plain/public/$image:latest"
+
+fs_used() { df --output=used -B1 "$work" | tail -1 | tr -d ' '; }
+
+# run NAME OUTPUT COMMAND...: times COMMAND, samples disk use, records one result line.
+run() {
+  name=$1 output=$2
+  shift 2
+  sync
+  echo 3 > /proc/sys/vm/drop_caches
+  base=$(fs_used)
+  peak_file="$work/$name.peak"
+  echo 0 > "$peak_file"
+  ( while :; do used=$(fs_used); peak=$(cat "$peak_file"); [ "$used" -gt "$peak" ] && echo "$used" > "$peak_file"; sleep 0.2; done ) &
+  sampler=$!
+  /usr/bin/time -f "%e %U %S %M" -o "$work/$name.time" "$@" >"$work/$name.log" 2>&1 || { kill "$sampler"; cat "$work/$name.log"; exit 1; }
+  kill "$sampler"; wait "$sampler" 2>/dev/null || true
+  read -r wall user sys rss_kb < "$work/$name.time"
+  peak=$(( $(cat "$peak_file") - base ))
+  size=$(stat -c %s "$output")
+  echo "$name $wall $user $sys $rss_kb $peak $size" >> "$work/results"
+}
+
+capsa_pull() { CAPSA_CACHEDIR="$work/$1-cache" "$capsa" pull -q --nohttps ${2:+--compression "$2"} "$work/$1.sif" "docker://$ref"; }
+apptainer_pipeline() {
+  skopeo copy -q --src-tls-verify=false "docker://$ref" "oci:$work/oci:latest" &&
+  umoci --log error unpack --image "$work/oci:latest" "$work/bundle" &&
+  mksquashfs "$work/bundle/rootfs" "$work/apptainer.sqfs" -noappend -comp gzip -quiet
+}
+charliecloud() {
+  export USER=root CH_IMAGE_STORAGE="$work/ch-storage"
+  /usr/bin/python3 /usr/bin/ch-image pull -q --tls-no-verify \
+    "127.0.0.1:$CAPSA_TEST_REGISTRY_TOKEN_PORT/public/$image:latest" bench-image &&
+  ch-convert -i ch-image -o squash bench-image "$work/charliecloud.sqfs"
+}
+
+run capsa "$work/capsa.sif" capsa_pull capsa ""
+run capsa-gzip "$work/capsa-gzip.sif" capsa_pull capsa-gzip gzip
+run apptainer "$work/apptainer.sqfs" apptainer_pipeline
+run charliecloud "$work/charliecloud.sqfs" charliecloud || true
+
+/usr/bin/python3 - "$work/results" "$image" <<'PY'
+import sys
+rows = [l.split() for l in open(sys.argv[1])]
+r = {n: dict(wall=float(w), cpu=float(u) + float(s), rss=int(k) / 1024, disk=int(p) / 2**20, size=int(z) / 2**20)
+     for n, w, u, s, k, p, z in rows}
+print(f"registry -> squashfs, image '{sys.argv[2]}', cold cache, page cache dropped")
+print(f"{'tool':14} {'wall s':>8} {'cpu s':>8} {'peak RSS MiB':>13} {'peak disk MiB':>14} {'output MiB':>11}")
+for n, v in r.items():
+    print(f"{n:14} {v['wall']:8.1f} {v['cpu']:8.1f} {v['rss']:13.0f} {v['disk']:14.0f} {v['size']:11.0f}")
+c = r["capsa"]
+for n, v in r.items():
+    if n == "capsa": continue
+    print(f"{n}/capsa: wall {v['wall'] / c['wall']:.2f}x, cpu {v['cpu'] / c['cpu']:.2f}x, "
+          f"rss {v['rss'] / c['rss']:.2f}x, output size {v['size'] / c['size']:.2f}x")
+if "capsa-gzip" in r and "apptainer" in r:
+    g = r["capsa-gzip"]; a = r["apptainer"]
+    print(f"apptainer/capsa-gzip: wall {a['wall'] / g['wall']:.2f}x, output size {g['size'] / a['size']:.2f}x of apptainer's")
+PY
