@@ -3,32 +3,14 @@
 #include <algorithm>
 #include <vector>
 
+#include "oci/digest.hpp"
 #include "util/error.hpp"
 
 namespace capsa::cache {
 namespace {
 
-struct Digest {
-  std::string algorithm;
-  std::string hex;
-};
-
-bool is_lower_hex(std::string_view text) {
-  return std::all_of(text.begin(), text.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
-}
-
-// Only algorithms whose hex length is fixed: the name becomes a path, so nothing a
-// registry sends may contain '/' or "..".
-Digest parse_digest(std::string_view digest) {
-  auto colon = digest.find(':');
-  if (colon != std::string_view::npos) {
-    std::string_view algorithm = digest.substr(0, colon), hex = digest.substr(colon + 1);
-    std::size_t want = algorithm == "sha256" ? 64 : algorithm == "sha512" ? 128 : 0;
-    if (want != 0 && hex.size() == want && is_lower_hex(hex)) return {std::string(algorithm), std::string(hex)};
-  }
-  throw FormatError("\"" + std::string(digest) + "\" is not a digest (expected sha256:<64 lower-case hex digits>)");
-}
-
+// Only sha256/sha512 digests with their fixed hex lengths get through oci::Digest::parse:
+// the name becomes a path, so nothing a registry sends may contain '/' or "..".
 bool is_platform_word(std::string_view word) {
   return !word.empty() && word.size() <= 32 && std::all_of(word.begin(), word.end(), [](char c) {
            return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.';
@@ -46,18 +28,18 @@ std::optional<EntryType> parse_type(std::string_view name) {
 }
 
 Key Key::blob(std::string_view digest) {
-  Digest d = parse_digest(digest);
-  return Key(EntryType::blob, "blobs/" + d.algorithm + "/" + d.hex, d.algorithm + ":" + d.hex);
+  oci::Digest d = oci::Digest::parse(digest);
+  return Key(EntryType::blob, "blobs/" + d.algorithm() + "/" + d.hex(), d.to_string());
 }
 
 Key Key::sif(std::string_view manifest_digest, std::string_view os, std::string_view arch, std::string_view variant) {
-  Digest d = parse_digest(manifest_digest);
+  oci::Digest d = oci::Digest::parse(manifest_digest);
   for (std::string_view word : {os, arch})
     if (!is_platform_word(word)) throw FormatError("\"" + std::string(word) + "\" is not a platform os or architecture");
   if (!variant.empty() && !is_platform_word(variant))
     throw FormatError("\"" + std::string(variant) + "\" is not a platform variant");
   // sha512 manifests get the algorithm in the name so that they never meet a sha256 one.
-  std::string name = (d.algorithm == "sha256" ? "" : d.algorithm + "-") + d.hex + "-" + std::string(os) + "-" +
+  std::string name = (d.algorithm() == "sha256" ? "" : d.algorithm() + "-") + d.hex() + "-" + std::string(os) + "-" +
                      std::string(arch) + (variant.empty() ? "" : "-" + std::string(variant));
   return Key(EntryType::sif, "sif/" + name + ".sif", name);
 }

@@ -1,7 +1,6 @@
 // `capsa sif`: the SIF toolbox, command for command and flag for flag the same as
 // siftool / `apptainer sif`, so existing scripts keep working.
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -11,6 +10,7 @@
 #include <memory>
 
 #include "cli/commands.hpp"
+#include "oci/digest.hpp"
 #include "sif/image.hpp"
 #include "sif/report.hpp"
 #include "sif/writer.hpp"
@@ -43,27 +43,18 @@ DataType data_type_from_flag(int value) {
               "7 Generic, 8 CryptoMessage, 9 SBOM, 10 OCIRootIndex, 11 OCIBlob)");
 }
 
+// The digest the reference library stores in OCI blob descriptors.
 std::string sha256_of_file(const std::string& path) {
   UniqueFd fd = open_file(path, O_RDONLY);
-  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
-  EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr);
-  std::vector<unsigned char> buf(1 << 20);
+  oci::Hasher hasher;
+  std::vector<char> buf(1 << 20);
   for (;;) {
     ssize_t n = ::read(fd.get(), buf.data(), buf.size());
     if (n < 0) throw_errno(path);
     if (n == 0) break;
-    EVP_DigestUpdate(ctx.get(), buf.data(), static_cast<std::size_t>(n));
+    hasher.update(std::string_view(buf.data(), static_cast<std::size_t>(n)));
   }
-  unsigned char digest[32];
-  unsigned int len = 0;
-  EVP_DigestFinal_ex(ctx.get(), digest, &len);
-  static constexpr char hex[] = "0123456789abcdef";
-  std::string out = "sha256:";
-  for (unsigned i = 0; i < len; ++i) {
-    out += hex[digest[i] >> 4];
-    out += hex[digest[i] & 0xF];
-  }
-  return out;
+  return hasher.finish().to_string();
 }
 
 std::vector<std::uint8_t> fingerprint_from_hex(const std::string& text) {

@@ -116,12 +116,15 @@ std::map<std::string, std::string> ensure_blobs(Session& s, const std::vector<oc
   std::vector<cache::ProducerLock> locks;
   std::vector<registry::BlobTarget> targets;
   std::vector<std::string> labels;
-  for (const auto& [digest, descriptor] : unique) {
+  for (const auto& entry : unique) {
+    const std::string& digest = entry.first;
+    const oci::Descriptor* descriptor = entry.second;
     cache::Key key = cache::Key::blob(digest);
-    auto lock = s.cache->begin_produce(key, {.timeout = std::nullopt, .on_wait = [&](const cache::Key&, const std::string& holder) {
+    auto on_wait = [&](const cache::Key&, const std::string& holder) {
       s.progress->note("waiting for " + (holder.empty() ? std::string("another process") : holder) +
                        " to finish downloading " + digest);
-    }});
+    };
+    auto lock = s.cache->begin_produce(key, {.timeout = std::nullopt, .on_wait = on_wait});
     paths[digest] = s.cache->path_of(key);
     if (!lock) continue;  // already cached (perhaps by the process we waited for)
     targets.push_back({digest, static_cast<std::uint64_t>(descriptor->size), lock->partial_path()});

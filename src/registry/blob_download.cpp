@@ -8,17 +8,33 @@
 
 #include "registry/backoff.hpp"
 #include "registry/client.hpp"
-#include "registry/digest.hpp"
+#include "oci/digest.hpp"
 #include "util/fd.hpp"
 
 namespace capsa::registry {
 
 namespace {
 
+// Feeds the first `length` bytes of a partial download to `hasher`, so that a resumed
+// transfer is verified over the whole blob.
+void hash_file_prefix(oci::Hasher& hasher, int fd, std::uint64_t length) {
+  std::vector<char> buffer(1 << 20);
+  std::uint64_t offset = 0;
+  while (offset < length) {
+    const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(buffer.size(), length - offset));
+    const ssize_t got = ::pread(fd, buffer.data(), want, static_cast<off_t>(offset));
+    if (got < 0) throw_errno("reading a partial download to resume it");
+    if (got == 0) throw Error("partial download shrank while resuming it");
+    hasher.update(std::string_view(buffer.data(), static_cast<std::size_t>(got)));
+    offset += static_cast<std::uint64_t>(got);
+  }
+}
+
+
 // Writes the body into the file at the resume offset and hashes it on the way.
 class BlobWriter : public BodyConsumer {
  public:
-  BlobWriter(int fd, std::uint64_t offset, std::unique_ptr<Hasher> hasher, const BlobTarget& blob,
+  BlobWriter(int fd, std::uint64_t offset, std::unique_ptr<oci::Hasher> hasher, const BlobTarget& blob,
              const std::string& where, const ProgressFn& progress, const ClientOptions& options)
       : fd_(fd), offset_(offset), hasher_(std::move(hasher)), blob_(blob), where_(where), progress_(progress),
         options_(options) {}
@@ -48,7 +64,7 @@ class BlobWriter : public BodyConsumer {
       throw RegistryError(ErrorKind::kProtocol, where_ + " sent more than the " + std::to_string(*blob_.size) +
                                                     " bytes of blob " + blob_.digest);
     write_all_at(fd_, {reinterpret_cast<const std::uint8_t*>(data.data()), data.size()}, offset_);
-    hasher_->update(data);
+    hasher_->update(std::string_view(data.data(), data.size()));
     offset_ += data.size();
     if (progress_) progress_(offset_, blob_.size);
   }
@@ -56,7 +72,7 @@ class BlobWriter : public BodyConsumer {
   void restart() {
     truncate_file(fd_);
     offset_ = 0;
-    hasher_ = std::make_unique<Hasher>(parse_digest(blob_.digest).algorithm);
+    hasher_ = std::make_unique<oci::Hasher>(oci::Digest::parse(blob_.digest).algorithm());
   }
 
   static void truncate_file(int fd) {
@@ -65,12 +81,12 @@ class BlobWriter : public BodyConsumer {
 
   bool range_mismatch() const { return range_mismatch_; }
   std::uint64_t offset() const { return offset_; }
-  std::string finish() { return hasher_->finish(); }
+  std::string finish() { return hasher_->finish().to_string(); }
 
  private:
   int fd_;
   std::uint64_t offset_;
-  std::unique_ptr<Hasher> hasher_;
+  std::unique_ptr<oci::Hasher> hasher_;
   const BlobTarget& blob_;
   const std::string& where_;
   const ProgressFn& progress_;
@@ -82,7 +98,7 @@ class BlobWriter : public BodyConsumer {
 // on resume is cheap next to the network, and keeps verification end to end).
 struct ResumePoint {
   std::uint64_t have = 0;
-  std::unique_ptr<Hasher> hasher;
+  std::unique_ptr<oci::Hasher> hasher;
 };
 
 ResumePoint resume_point(int fd, const BlobTarget& blob) {
@@ -92,14 +108,14 @@ ResumePoint resume_point(int fd, const BlobTarget& blob) {
     BlobWriter::truncate_file(fd);
     point.have = 0;
   }
-  point.hasher = std::make_unique<Hasher>(parse_digest(blob.digest).algorithm);
-  point.hasher->update_from_file(fd, point.have);
+  point.hasher = std::make_unique<oci::Hasher>(oci::Digest::parse(blob.digest).algorithm());
+  hash_file_prefix(*point.hasher, fd, point.have);
   return point;
 }
 
 bool holds_blob(int fd, const BlobTarget& blob) {
   ResumePoint point = resume_point(fd, blob);
-  return (!blob.size || point.have == *blob.size) && point.hasher->finish() == blob.digest;
+  return (!blob.size || point.have == *blob.size) && point.hasher->finish().to_string() == blob.digest;
 }
 
 }  // namespace
@@ -126,7 +142,7 @@ RegistryClient::BlobAttempt RegistryClient::blob_attempt(HttpSession& session, c
   const std::string what = "blob " + blob.digest;
   ResumePoint point = resume_point(fd, blob);
   if (blob.size && point.have == *blob.size && point.have > 0) {
-    if (point.hasher->finish() == blob.digest) return BlobAttempt::ended(BlobAttempt::Outcome::kDone);  // finished by an earlier run
+    if (point.hasher->finish().to_string() == blob.digest) return BlobAttempt::ended(BlobAttempt::Outcome::kDone);  // finished by an earlier run
     BlobWriter::truncate_file(fd);
     return BlobAttempt::ended(BlobAttempt::Outcome::kDigestMismatch);
   }
@@ -169,7 +185,7 @@ RegistryClient::BlobAttempt RegistryClient::blob_attempt(HttpSession& session, c
 
 void RegistryClient::fetch_blob(const std::string& repository, const BlobTarget& blob, const ProgressFn& progress,
                                 const std::atomic<bool>* cancel) {
-  parse_digest(blob.digest);
+  oci::Digest::parse(blob.digest);
   const std::string what = "blob " + blob.digest + " from " + registry_ + "/" + repository;
   UniqueFd file = open_file(blob.path, O_RDWR | O_CREAT, 0644);
   // A failure keeps partial data for a later resume, but not an empty file.

@@ -4,12 +4,16 @@
 #include <thread>
 
 #include "registry/backoff.hpp"
-#include "registry/digest.hpp"
+#include "oci/digest.hpp"
 #include "registry/json_fields.hpp"
 
 namespace capsa::registry {
 
 namespace {
+
+// Tags cannot contain ':' (B1), digests always do.
+bool is_digest_reference(std::string_view reference) { return reference.find(':') != std::string_view::npos; }
+
 
 std::string media_type_of(const HttpResponse& response) {
   std::string type = response.header("content-type").value_or("");
@@ -122,7 +126,7 @@ HttpResponse RegistryClient::send_with_retries(const std::string& repository, co
 namespace {
 
 std::string manifest_name(const std::string& repository, const std::string& reference) {
-  return "manifest " + repository + (looks_like_digest(reference) ? "@" : ":") + reference;
+  return "manifest " + repository + (is_digest_reference(reference) ? "@" : ":") + reference;
 }
 
 HttpRequest manifest_request(const std::string& base_url, const std::string& repository, const std::string& reference,
@@ -146,8 +150,9 @@ void check_media_type(const std::string& type, const std::string& what) {
 // B2: the bytes must hash to the digest asked for; Docker-Content-Digest, when it uses the
 // same algorithm, must agree too (it is optional on old registries).
 std::string verified_digest(const HttpResponse& response, const std::string& reference, const std::string& what) {
-  const bool by_digest = looks_like_digest(reference);
-  const std::string digest = digest_of(by_digest ? parse_digest(reference).algorithm : "sha256", response.body);
+  const bool by_digest = is_digest_reference(reference);
+  const std::string digest =
+      oci::Digest::compute(by_digest ? oci::Digest::parse(reference).algorithm() : "sha256", response.body).to_string();
   if (by_digest && digest != reference)
     throw RegistryError(ErrorKind::kDigestMismatch,
                         what + " has digest " + digest + ": the registry sent other content than asked for");
@@ -179,7 +184,7 @@ std::string RegistryClient::head_manifest(const std::string& repository, const s
   const HttpResponse response =
       send_with_retries(repository, manifest_request(base_url(), repository, reference, HttpRequest::Method::kHead), what);
   if (auto digest = response.header("docker-content-digest"); digest && !digest->empty()) {
-    parse_digest(*digest);  // a malformed header is an error, not a cache key
+    oci::Digest::parse(*digest);  // a malformed header is an error, not a cache key
     return *digest;
   }
   return get_manifest(repository, reference).digest;

@@ -5,7 +5,7 @@
 #include <string_view>
 
 #include "registry/challenge.hpp"
-#include "registry/digest.hpp"
+#include "oci/digest.hpp"
 #include "registry/http.hpp"
 #include "util/error.hpp"
 
@@ -14,7 +14,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   for (const auto& challenge : capsa::registry::parse_challenges(text)) (void)challenge.param("realm");
   if (auto range = capsa::registry::parse_content_range(text); range && range->last < range->first) __builtin_trap();
   try {
-    (void)capsa::registry::parse_digest(text);
+    (void)capsa::oci::Digest::parse(text);
   } catch (const capsa::Error&) {
   }
   return 0;

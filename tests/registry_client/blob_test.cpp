@@ -6,7 +6,7 @@
 #include <atomic>
 #include <fstream>
 
-#include "registry/digest.hpp"
+#include "oci/digest.hpp"
 #include "registry_client/helpers.hpp"
 #include "support/temp_dir.hpp"
 
@@ -15,7 +15,7 @@ namespace {
 
 using test::TempDir;
 
-std::string file_digest(const std::string& path) { return digest_of("sha256", test::read_file(path)); }
+std::string file_digest(const std::string& path) { return oci::Digest::compute("sha256", test::read_file(path)).to_string(); }
 
 BlobTarget layer_target(const test::Testbed& bed, const std::string& path) {
   return {bed.public_image.layer.digest, bed.public_image.layer.size, path};

@@ -5,7 +5,7 @@
 
 #include <thread>
 
-#include "registry/digest.hpp"
+#include "oci/digest.hpp"
 #include "registry_client/helpers.hpp"
 
 namespace capsa::registry {
@@ -19,7 +19,7 @@ TEST(Manifests, AllFourTypesByTagAndDigestWithExactBytes) {
   auto oci = client.get_manifest(image.repository, "oci");
   EXPECT_EQ(oci.media_type, kMediaTypeOciManifest);
   EXPECT_EQ(oci.digest, image.oci_digest);
-  EXPECT_EQ(digest_of("sha256", oci.bytes), image.oci_digest);  // multi-line JSON hashed as sent
+  EXPECT_EQ(oci::Digest::sha256_of(oci.bytes).to_string(), image.oci_digest);  // multi-line JSON hashed as sent
   EXPECT_NE(oci.bytes.find('\n'), std::string::npos);
   EXPECT_EQ(client.get_manifest(image.repository, "docker").media_type, kMediaTypeDockerManifest);
   auto index = client.get_manifest(image.repository, "index");
