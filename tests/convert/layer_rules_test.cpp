@@ -167,7 +167,8 @@ TEST_F(ConvertTest, HostilePathsAreDroppedOrKeptInsideTheImage) {
   capsa::test::TempDir host;
   std::string escape = host / "escape";
   auto l1 = layer({{"../escape", "file", "out"}, {host.path() + "/escape", "file", "abs"}, {"/abs/path", "file", "a"},
-                   {"a/../../b", "file", "b"}, {"./dot/./file", "file", "d"}, {"a//b", "file", "ab"}});
+                   {"a/../../b", "file", "b"}, {"./dot/./file", "file", "d"}, {"a//b", "file", "ab"},
+                   {"../.wh.escape"}, {"a/../.wh..wh..opq"}});
   auto result = convert({l1});
   Names d = describe();
   EXPECT_EQ(read("/abs/path"), "a");
@@ -178,6 +179,8 @@ TEST_F(ConvertTest, HostilePathsAreDroppedOrKeptInsideTheImage) {
   EXPECT_FALSE(has(d, "b"));
   EXPECT_TRUE(contains_line_with(result.warnings, "(layer1.gzip): ../escape", "\"..\""));
   EXPECT_TRUE(contains_line_with(result.warnings, "a/../../b", "skipped"));
+  EXPECT_TRUE(contains_line_with(result.warnings, "../.wh.escape", "skipped"));  // a whiteout aimed outside
+  EXPECT_TRUE(contains_line_with(result.warnings, "a/../.wh..wh..opq", "skipped"));
   struct stat st {};
   EXPECT_NE(::stat(escape.c_str(), &st), 0);  // nothing written on the host
   EXPECT_NE(::stat((dir_ / "../escape").c_str(), &st), 0);
