@@ -234,7 +234,11 @@ class TableWriter {
     for (auto& [name, child] : dir.children) {
       switch (child->kind) {
         case Kind::Placeholder: break;
-        case Kind::Hardlink: ++child->link_target->nlink; break;
+        case Kind::Hardlink:
+          if (child->link_target->orphan && child->link_target->nlink == 0)
+            non_directories_.push_back(child->link_target);
+          ++child->link_target->nlink;
+          break;
         case Kind::Directory: count(*child); break;
         default:
           ++child->nlink;
