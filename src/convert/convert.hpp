@@ -64,7 +64,9 @@ struct ConvertOptions {
   // Every mtime later than this is clamped to it, and it becomes the image's own
   // time (reproducible builds). Unset: see source_date_epoch_from_environment().
   std::optional<std::int64_t> source_date_epoch;
-  std::function<void(const Progress&)> progress;  // called from the converting thread
+  // Called from the converting thread about every MiB of input. It may throw to cancel
+  // (Ctrl-C): the exception propagates and nothing is left at the output path.
+  std::function<void(const Progress&)> progress;
 };
 
 struct ConversionResult {

@@ -188,6 +188,17 @@ TEST_F(ConvertTest, SparseFilesAreFilledAndHugeOnesStoredEmpty) {
   EXPECT_TRUE(contains_line_with(result.warnings, "lastlog", "stored empty"));
 }
 
+TEST_F(ConvertTest, ThrowingFromProgressCancelsAndLeavesNothing) {
+  std::vector<Entry> entries = kSample;
+  entries[2].data = std::string(3 << 20, 'z');
+  auto l1 = layer(entries, "plain");
+  ConvertOptions options;
+  options.progress = [](const Progress&) { throw Error("cancelled"); };
+  EXPECT_THROW(convert({l1}, {}, options), Error);
+  EXPECT_FALSE(exists(output_));
+  EXPECT_EQ(run_process({"sh", "-c", "ls -A \"$0\" | grep -c capsa-tmp", dir_.path()}).out, "0\n");
+}
+
 TEST_F(ConvertTest, ProgressCountsEveryBlobByte) {
   auto l1 = layer(kSample);
   auto l2 = layer({{"x", "file", "x"}}, "zstd");
