@@ -13,6 +13,7 @@ packages="
   libarchive-dev libcurl4-openssl-dev libfuse3-dev fuse3 squashfuse
   siftool hyperfine
   util-linux passwd file busybox-static
+  python3 zstd tar gzip bc time
 "
 
 missing=""
