@@ -15,6 +15,7 @@ packages="
   util-linux passwd file busybox-static
   docker-registry skopeo umoci debootstrap openssl curl zstd
   python3-jwt python3-cryptography python3-bcrypt python3-zstandard
+  python3 tar gzip bc time charliecloud-builders charliecloud-runtime
 "
 
 missing=""

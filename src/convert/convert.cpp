@@ -6,6 +6,8 @@
 #include <charconv>
 #include <cstdlib>
 #include <ctime>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "convert/entry_path.hpp"
 #include "convert/layer_reader.hpp"
@@ -44,6 +46,15 @@ std::uint64_t blob_size(const LayerInput& layer, const std::string& label) {
   return static_cast<std::uint64_t>(st.st_size);
 }
 
+// What one layer's hardlinks may need from that same layer (see relink_hidden_targets).
+struct LayerLinks {
+  std::unordered_set<std::string> hidden_files;                // regular files hidden by upper layers
+  std::vector<std::pair<std::string, std::string>> links;      // visible hardlink path, target path
+};
+
+// "a/b" for the components {"a", "b"}: how hardlink targets are keyed.
+std::string key_of(const std::vector<std::string>& path) { return join_components(path).substr(1); }
+
 // Applies layers top-down into one MergeTree and one SquashfsWriter.
 class Converter {
  public:
@@ -66,6 +77,7 @@ class Converter {
  private:
   void apply_entry(LayerReader& reader, archive_entry* entry, int layer);
   void stream_file(LayerReader& reader, archive_entry* entry, Node& node, const std::string& context);
+  void relink_hidden_targets(const LayerInput& input, int layer, const std::string& label);
   void report_progress(std::uint64_t done);
 
   SquashfsWriter& writer_;
@@ -73,6 +85,7 @@ class Converter {
   MergeTree tree_;
   Warnings warnings_;
   std::uint64_t xattr_entries_ = 0;
+  LayerLinks links_;  // of the layer being applied
   std::uint64_t total_input_;
   std::uint64_t input_done_ = 0;  // blobs finished so far
   std::uint64_t last_reported_ = 0;
@@ -111,14 +124,48 @@ void Converter::add_extras(const std::vector<ExtraEntry>& extras, int layer) {
 }
 
 std::string Converter::apply_layer(const LayerInput& input, int layer, const std::string& label) {
+  links_ = LayerLinks{};
   LayerReader reader(input.path, label);
   while (archive_entry* entry = reader.next()) {
     apply_entry(reader, entry, layer);
     report_progress(input_done_ + reader.blob_bytes_read());
   }
+  std::string diff_id = reader.diff_id();
+  relink_hidden_targets(input, layer, label);
   input_done_ += blob_size(input, label);
   report_progress(input_done_);
-  return reader.diff_id();
+  return diff_id;
+}
+
+// A hardlink names the file at its target path *as of its own layer*. When an upper
+// layer replaced or deleted that path, the file was skipped in the first pass; the
+// layer is then read a second time (rare: only then) to store those files without a
+// name, so the links keep the contents that unpacking layer by layer gives them.
+void Converter::relink_hidden_targets(const LayerInput& input, int layer, const std::string& label) {
+  std::unordered_map<std::string, std::vector<std::string>> wanted;  // target -> link paths
+  for (const auto& [link, target] : links_.links)
+    if (links_.hidden_files.count(target) != 0) wanted[target].push_back(link);
+  links_ = LayerLinks{};
+  if (wanted.empty()) return;
+  LayerReader again(input.path, label);
+  while (archive_entry* entry = again.next()) {
+    if (archive_entry_filetype(entry) != AE_IFREG || archive_entry_hardlink(entry)) continue;
+    const char* raw_path = archive_entry_pathname(entry);
+    SplitPath split = split_entry_path(raw_path ? raw_path : "");
+    auto it = split.error.empty() ? wanted.find(key_of(split.components)) : wanted.end();
+    if (it == wanted.end()) continue;
+    Attributes attrs{static_cast<std::uint32_t>(archive_entry_perm(entry) & 07777),
+                     static_cast<std::uint32_t>(archive_entry_uid(entry)),
+                     static_cast<std::uint32_t>(archive_entry_gid(entry)), clamp_time(archive_entry_mtime(entry))};
+    Node& file = tree_.add_orphan_file(layer, attrs);
+    stream_file(again, entry, file, label + ": " + printable(raw_path));
+    for (const auto& link_path : it->second) {
+      Node* link = tree_.find(link_path);
+      if (link && link->kind == Kind::Hardlink && link->target == it->first) link->link_target = &file;
+    }
+    wanted.erase(it);
+    if (wanted.empty()) return;
+  }
 }
 
 void Converter::apply_entry(LayerReader& reader, archive_entry* entry, int layer) {
@@ -169,8 +216,10 @@ void Converter::apply_entry(LayerReader& reader, archive_entry* entry, int layer
                                 (target.error.empty() ? "the image root" : target.error) + "; skipped");
       return;
     }
-    if (Node* node = tree_.place(path, layer, Kind::Hardlink, attrs, warnings_, context))
-      node->target = join_components(target.components).substr(1);
+    if (Node* node = tree_.place(path, layer, Kind::Hardlink, attrs, warnings_, context)) {
+      node->target = key_of(target.components);
+      links_.links.emplace_back(key_of(path), node->target);
+    }
     return;
   }
   switch (archive_entry_filetype(entry)) {
@@ -180,6 +229,8 @@ void Converter::apply_entry(LayerReader& reader, archive_entry* entry, int layer
     case AE_IFREG:
       if (Node* node = tree_.place(path, layer, Kind::File, attrs, warnings_, context))
         stream_file(reader, entry, *node, context);
+      else
+        links_.hidden_files.insert(key_of(path));
       return;
     case AE_IFLNK: {
       const char* target = archive_entry_symlink(entry);

@@ -60,11 +60,13 @@ struct ConvertOptions {
   // Unset: kDefaultZstdLevel, kDefaultGzipLevel, or libsquashfs's default for xz (6).
   std::optional<int> level;
   std::uint32_t block_size = 128 * 1024;    // mksquashfs's default; power of two, 4 KiB..1 MiB
-  unsigned workers = 0;                     // compression threads; 0 = number of CPUs
+  unsigned workers = 0;  // compression threads; 0: the CPUs this process may use (affinity mask)
   // Every mtime later than this is clamped to it, and it becomes the image's own
   // time (reproducible builds). Unset: see source_date_epoch_from_environment().
   std::optional<std::int64_t> source_date_epoch;
-  std::function<void(const Progress&)> progress;  // called from the converting thread
+  // Called from the converting thread about every MiB of input. It may throw to cancel
+  // (Ctrl-C): the exception propagates and nothing is left at the output path.
+  std::function<void(const Progress&)> progress;
 };
 
 struct ConversionResult {

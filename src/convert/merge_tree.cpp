@@ -183,8 +183,14 @@ void MergeTree::add_opaque(const std::vector<std::string>& dir, int layer) {
   slot->opaque_below = std::max(slot->opaque_below, layer);
 }
 
-// Looks `path` up in the finished tree, literally: hardlink targets name a path in
-// the archive, so symlinks on the way are not followed.
+Node& MergeTree::add_orphan_file(int layer, const Attributes& attrs) {
+  auto& node = orphans_.emplace_back(std::make_unique<Node>());
+  fill(*node, layer, Kind::File, attrs);
+  node->orphan = true;
+  return *node;
+}
+
+// Hardlink targets name a path in the archive, so symlinks on the way are not followed.
 Node* MergeTree::find(const std::string& path) {
   SplitPath split = split_entry_path(path);
   if (!split.error.empty()) return nullptr;
@@ -212,8 +218,13 @@ void MergeTree::resolve_hardlinks(Warnings& warnings) {
   std::vector<std::string> broken;
   for (auto& [link, path] : links) {
     Node* target = link;
-    for (int hops = 0; target && target->kind == Kind::Hardlink && hops <= kMaxLinkChain; ++hops)
-      target = find(target->target);
+    for (int hops = 0; target && target->kind == Kind::Hardlink; ++hops) {
+      if (hops > kMaxLinkChain) {
+        target = nullptr;
+        break;
+      }
+      target = target->link_target ? target->link_target : find(target->target);
+    }
     bool usable = target && target->kind != Kind::Hardlink && target->kind != Kind::Placeholder &&
                   target->kind != Kind::Directory;
     if (!usable) {

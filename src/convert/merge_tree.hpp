@@ -89,8 +89,12 @@ struct Node {
   sqfs_inode_generic_t** file_inode = nullptr;
   Children children;
 
+  bool orphan = false;  // a file reached only through hardlinks (MergeTree::add_orphan_file)
+
+  // Hardlink: the node whose inode this name shares; set early for links to orphans,
+  // otherwise by MergeTree::resolve_hardlinks.
+  Node* link_target = nullptr;
   // Filled while writing the image.
-  Node* link_target = nullptr;  // Hardlink: the node whose inode this name shares
   std::uint32_t nlink = 0;
   std::uint32_t inode_number = 0;
   std::uint64_t inode_ref = 0;
@@ -112,18 +116,26 @@ class MergeTree {
   // `<dir>/.wh..wh..opq` in `layer`.
   void add_opaque(const std::vector<std::string>& dir, int layer);
 
-  // Binds every Hardlink node to the node it names in the finished tree. Links whose
-  // target is missing, hidden or a directory are removed with a warning.
+  // A file with no name of its own in the image, kept because hardlinks of its layer
+  // name it although an upper layer replaced or deleted its path: unpacking layer by
+  // layer, such links keep the contents they had.
+  Node& add_orphan_file(int layer, const Attributes& attrs);
+
+  // Binds every Hardlink node not bound yet to the node it names in the finished tree.
+  // Links whose target is missing, hidden or a directory are removed with a warning.
   void resolve_hardlinks(Warnings& warnings);
+
+  // The node at `path` ("a/b"), literally: symlinks on the way are not followed.
+  Node* find(const std::string& path);
 
   Node& root() { return root_; }
 
  private:
   Node* parent_for(const std::vector<std::string>& path, int layer, bool materialize, Warnings& warnings,
                    const std::string& context);
-  Node* find(const std::string& path);
 
   Node root_;
+  std::vector<std::unique_ptr<Node>> orphans_;
 };
 
 }  // namespace capsa::convert

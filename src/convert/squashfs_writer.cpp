@@ -12,6 +12,7 @@
 #include <sqfs/io.h>
 #include <sqfs/meta_writer.h>
 #include <sqfs/super.h>
+#include <sched.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -31,11 +32,8 @@
 namespace capsa::convert {
 namespace {
 
-struct DestroyObject {
-  void operator()(void* object) const { sqfs_destroy(object); }
-};
 template <typename T>
-using SqfsPtr = std::unique_ptr<T, DestroyObject>;
+using SqfsPtr = std::unique_ptr<T, SquashfsWriter::DestroyObject>;
 struct FreeInode {
   void operator()(sqfs_inode_generic_t* inode) const { sqfs_free(inode); }
 };
@@ -88,37 +86,62 @@ void SquashfsWriter::check(int code, const char* what) const {
   throw Error(path_ + ": " + what + ": libsquashfs error " + std::to_string(code));
 }
 
+namespace {
+
+// The CPUs this process may run on: Slurm and taskset confine jobs with an affinity
+// mask, and using every CPU of a shared login node is what gets conversions killed.
+unsigned usable_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return static_cast<unsigned>(CPU_COUNT(&set));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+int level_for(const ConvertOptions& options) {
+  if (options.level) return *options.level;
+  if (options.compressor == Compressor::Zstd) return kDefaultZstdLevel;
+  if (options.compressor == Compressor::Gzip) return kDefaultGzipLevel;
+  return -1;  // libsquashfs's default
+}
+
+}  // namespace
+
+SqfsPtr<sqfs_compressor_t> SquashfsWriter::create_compressor(const ConvertOptions& options, bool uncompress) const {
+  SQFS_COMPRESSOR id = compressor_id(options.compressor);
+  sqfs_compressor_config_t config{};
+  check(sqfs_compressor_config_init(&config, id, options.block_size, uncompress ? SQFS_COMP_FLAG_UNCOMPRESS : 0),
+        "compressor settings");
+  int level = level_for(options);
+  if (level >= 0 && !uncompress) config.level = static_cast<sqfs_u32>(level);
+  sqfs_compressor_t* compressor = nullptr;
+  int ret = sqfs_compressor_create(&config, &compressor);
+  if (ret == SQFS_ERROR_UNSUPPORTED || ret == SQFS_ERROR_ARG_INVALID)
+    throw Error(std::string("compressor ") + sqfs_compressor_name_from_id(id) +
+                (options.level ? " at level " + std::to_string(*options.level) : "") +
+                " is not supported by this libsquashfs");
+  check(ret, "creating the compressor");
+  return SqfsPtr<sqfs_compressor_t>(compressor);
+}
+
+void SquashfsWriter::DestroyObject::operator()(void* object) const { sqfs_destroy(object); }
+
 SquashfsWriter::SquashfsWriter(const std::string& path, const ConvertOptions& options)
     : path_(path), sq_(std::make_unique<Libsquashfs>()) {
   Libsquashfs& sq = *sq_;
   sq.block_size = options.block_size;
-  SQFS_COMPRESSOR id = compressor_id(options.compressor);
-  if (sqfs_super_init(&sq.super, options.block_size, 0, id) != 0)
+  if (sqfs_super_init(&sq.super, options.block_size, 0, compressor_id(options.compressor)) != 0)
     throw Error("squashfs block size " + std::to_string(options.block_size) +
                 " is invalid: use a power of two from 4 KiB to 1 MiB");
-
-  sqfs_compressor_config_t config{};
-  check(sqfs_compressor_config_init(&config, id, options.block_size, 0), "compressor settings");
-  if (options.level)
-    config.level = static_cast<sqfs_u32>(*options.level);
-  else if (options.compressor == Compressor::Zstd)
-    config.level = kDefaultZstdLevel;
-  else if (options.compressor == Compressor::Gzip)
-    config.level = kDefaultGzipLevel;
-  sqfs_compressor_t* compressor = nullptr;
-  int ret = sqfs_compressor_create(&config, &compressor);
-  if (ret == SQFS_ERROR_UNSUPPORTED || ret == SQFS_ERROR_ARG_INVALID)
-    throw Error(std::string("compressor ") + sqfs_compressor_name_from_id(id) + (options.level ? " at level " + std::to_string(*options.level) : "") +
-                " is not supported by this libsquashfs");
-  check(ret, "creating the compressor");
-  sq.compressor.reset(compressor);
+  sq.compressor = create_compressor(options, false);
+  // A decompressor, to read fragment blocks back when verifying a deduplication match.
+  sq.decompressor = create_compressor(options, true);
 
   errno = 0;
   sq.file.reset(sqfs_open_file(path.c_str(), SQFS_FILE_OPEN_OVERWRITE));
   if (!sq.file) throw SystemError("opening " + path, errno != 0 ? errno : EIO);
   // The super block is rewritten at the end; the compressor options follow it.
   check(sqfs_super_write(&sq.super, sq.file.get()), "writing the super block");
-  ret = sq.compressor->write_options(sq.compressor.get(), sq.file.get());
+  int ret = sq.compressor->write_options(sq.compressor.get(), sq.file.get());
   check(ret, "writing compressor options");
   if (ret > 0) sq.super.flags |= SQFS_FLAG_COMPRESSOR_OPTIONS;
 
@@ -126,20 +149,14 @@ SquashfsWriter::SquashfsWriter(const std::string& path, const ConvertOptions& op
   sq.fragments.reset(sqfs_frag_table_create(0));
   sq.blocks.reset(sqfs_block_writer_create(sq.file.get(), kDeviceBlockSize, 0));
   if (!sq.ids || !sq.fragments || !sq.blocks) throw std::bad_alloc();
+  start_processor(options.workers != 0 ? options.workers : usable_cpus());
+}
 
-  unsigned workers = options.workers != 0 ? options.workers : std::max(1u, std::thread::hardware_concurrency());
-  // A second compressor instance to read fragment blocks back when verifying a
-  // deduplication match.
-  sqfs_compressor_config_t unpack_config{};
-  check(sqfs_compressor_config_init(&unpack_config, id, options.block_size, SQFS_COMP_FLAG_UNCOMPRESS),
-        "decompressor settings");
-  sqfs_compressor_t* decompressor = nullptr;
-  check(sqfs_compressor_create(&unpack_config, &decompressor), "creating the decompressor");
-  sq.decompressor.reset(decompressor);
-
+void SquashfsWriter::start_processor(unsigned workers) {
+  Libsquashfs& sq = *sq_;
   sqfs_block_processor_desc_t desc{};
   desc.size = sizeof(desc);
-  desc.max_block_size = options.block_size;
+  desc.max_block_size = sq.block_size;
   desc.num_workers = workers;
   // Enough blocks in flight to keep every worker busy while the reader waits on
   // decompression; this is what bounds the data held in memory.
@@ -220,7 +237,11 @@ class TableWriter {
     for (auto& [name, child] : dir.children) {
       switch (child->kind) {
         case Kind::Placeholder: break;
-        case Kind::Hardlink: ++child->link_target->nlink; break;
+        case Kind::Hardlink:
+          if (child->link_target->orphan && child->link_target->nlink == 0)
+            non_directories_.push_back(child->link_target);
+          ++child->link_target->nlink;
+          break;
         case Kind::Directory: count(*child); break;
         default:
           ++child->nlink;

@@ -29,7 +29,12 @@ struct ImageCounts {
 
 class SquashfsWriter {
  public:
-  // Truncates and writes `path`. `label` names the output in errors.
+  // Releases any libsquashfs object (sqfs_destroy).
+  struct DestroyObject {
+    void operator()(void* object) const;
+  };
+
+  // Truncates and writes `path`, which also names the output in errors.
   SquashfsWriter(const std::string& path, const ConvertOptions& options);
   ~SquashfsWriter();
   SquashfsWriter(const SquashfsWriter&) = delete;
@@ -49,6 +54,9 @@ class SquashfsWriter {
  private:
   struct Libsquashfs;
   void check(int code, const char* what) const;
+  std::unique_ptr<sqfs_compressor_t, DestroyObject> create_compressor(const ConvertOptions& options,
+                                                                      bool uncompress) const;
+  void start_processor(unsigned workers);
 
   std::string path_;
   std::unique_ptr<Libsquashfs> sq_;

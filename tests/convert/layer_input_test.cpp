@@ -1,12 +1,15 @@
 // Layer blobs as they come from a registry: compression sniffed, diff_ids computed and
 // checked, broken blobs rejected without leaving output behind; and the image itself
 // checked by the squashfs-tools readers.
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <openssl/evp.h>
 
 #include <array>
 #include <cstdio>
+#include <span>
 
 #include "convert_fixture.hpp"
 #include "support/process.hpp"
@@ -161,6 +164,39 @@ TEST_F(ConvertTest, DuplicateSmallFilesShareTheirFragment) {
   EXPECT_NE(fragment("a"), fragment("c"));
   EXPECT_EQ(read("/b"), licence);
   EXPECT_EQ(read("/c"), other);
+}
+
+// GNU tar writes real sparse maps (PAX GNU.sparse.*); libarchive reads them.
+TEST_F(ConvertTest, SparseFilesAreFilledAndHugeOnesStoredEmpty) {
+  capsa::test::TempDir tree;
+  auto sparse_file = [&](const std::string& name, off_t size, const std::string& head, const std::string& tail) {
+    UniqueFd fd = open_file(tree / name, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ASSERT_EQ(::ftruncate(fd.get(), size), 0);
+    write_all_at(fd.get(), std::span(reinterpret_cast<const std::uint8_t*>(head.data()), head.size()), 0);
+    write_all_at(fd.get(), std::span(reinterpret_cast<const std::uint8_t*>(tail.data()), tail.size()),
+                 static_cast<std::uint64_t>(size) - tail.size());
+  };
+  sparse_file("small", 1 << 20, "head", "tail");
+  sparse_file("lastlog", off_t{3} << 30, "x", "y");
+  std::string blob = dir_ / "sparse.tar";
+  auto tar = run_process({"tar", "--format=pax", "--sparse", "-C", tree.path(), "-cf", blob, "small", "lastlog"});
+  ASSERT_EQ(tar.exit_code, 0) << tar.err;
+  auto result = convert({blob});
+  std::string expected = "head" + std::string((1 << 20) - 8, '\0') + "tail";
+  EXPECT_TRUE(read("/small") == expected);
+  EXPECT_EQ(read("/lastlog"), "");
+  EXPECT_TRUE(contains_line_with(result.warnings, "lastlog", "stored empty"));
+}
+
+TEST_F(ConvertTest, ThrowingFromProgressCancelsAndLeavesNothing) {
+  std::vector<Entry> entries = kSample;
+  entries[2].data = std::string(3 << 20, 'z');
+  auto l1 = layer(entries, "plain");
+  ConvertOptions options;
+  options.progress = [](const Progress&) { throw Error("cancelled"); };
+  EXPECT_THROW(convert({l1}, {}, options), Error);
+  EXPECT_FALSE(exists(output_));
+  EXPECT_EQ(run_process({"sh", "-c", "ls -A \"$0\" | grep -c capsa-tmp", dir_.path()}).out, "0\n");
 }
 
 TEST_F(ConvertTest, ProgressCountsEveryBlobByte) {

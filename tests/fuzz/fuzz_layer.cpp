@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "convert/convert.hpp"
 #include "memfd_input.hpp"
@@ -35,7 +36,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   options.workers = 1;
   options.compressor = capsa::convert::Compressor::Gzip;  // fastest to set up per input
   try {
-    auto result = capsa::convert::layers_to_squashfs({{input.path(), std::nullopt, "fuzz"}}, {}, output, options);
+    // Extras above the layer hide some of its paths (the seeds use them), which drives
+    // the lower-layer rules and the re-read for hardlinks to hidden targets.
+    using capsa::convert::ExtraEntry;
+    static const std::vector<ExtraEntry> extras{{"/a/f", ExtraEntry::Type::File, 0644, 0, 0, "top"},
+                                                {"/evil", ExtraEntry::Type::Directory, 0755, 0, 0, ""},
+                                                {"/d", ExtraEntry::Type::Symlink, 0777, 0, 0, "a"}};
+    auto result = capsa::convert::layers_to_squashfs({{input.path(), std::nullopt, "fuzz"}}, extras, output, options);
     capsa::UniqueFd fd = capsa::open_file(output, O_RDONLY);
     capsa::squashfs::Reader reader(fd.get(), 0, capsa::file_size(fd.get()), output);
     if (auto names = reader.list_directory("/"))
