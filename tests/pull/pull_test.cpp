@@ -69,19 +69,12 @@ bool added_by_capsa(const std::string& path) {
          p == "var" || p == "etc";
 }
 
-// Known converter limitation (docs/convert.md): a hardlink whose target a LATER layer
-// replaces should keep the target's old content (umoci is right here); capsa currently
-// binds it to the new file. Excluded until the converter re-reads such targets.
-bool known_hardlink_limitation(const std::string& path) {
-  return path == "hl/to-replace" || path == "hl/to-replace-link";
-}
-
 std::string without_capsa_additions(const std::string& listing) {
   std::istringstream in(listing);
   std::string out;
   for (std::string line; std::getline(in, line);) {
     std::string path = line.substr(0, line.find('\t'));
-    if (!added_by_capsa(path) && !known_hardlink_limitation(path)) out += line + "\n";
+    if (!added_by_capsa(path)) out += line + "\n";
   }
   return out;
 }
