@@ -11,26 +11,13 @@ namespace {
 
 constexpr std::size_t kReadBlock = 1 << 20;
 
-std::string hex(const unsigned char* bytes, unsigned int length) {
-  std::string out;
-  out.reserve(length * 2);
-  static constexpr char digits[] = "0123456789abcdef";
-  for (unsigned int i = 0; i < length; ++i) {
-    out += digits[bytes[i] >> 4];
-    out += digits[bytes[i] & 0xf];
-  }
-  return out;
-}
-
 }  // namespace
 
 LayerReader::LayerReader(const std::string& path, std::string label)
     : label_(std::move(label)),
       stream_(archive_read_new()),
-      tar_(archive_read_new()),
-      digest_(EVP_MD_CTX_new()) {
-  if (!stream_ || !tar_ || !digest_) throw std::bad_alloc();
-  if (EVP_DigestInit_ex(digest_.get(), EVP_sha256(), nullptr) != 1) throw Error(label_ + ": cannot start sha256");
+      tar_(archive_read_new()) {
+  if (!stream_ || !tar_) throw std::bad_alloc();
   // Only the two compressions OCI defines. archive_read_support_filter_all would also
   // enable filters that run external programs (lrzip, lzop, grzip) on untrusted data.
   archive_read_support_filter_gzip(stream_.get());
@@ -68,7 +55,7 @@ la_ssize_t LayerReader::pull_decompressed(archive* tar, void* opaque, const void
     archive_set_error(tar, -1 /* no errno: a data error */, "%s", self->stream_error_.c_str());
     return -1;
   }
-  EVP_DigestUpdate(self->digest_.get(), *buffer, size);
+  self->diff_id_.update(std::string_view(static_cast<const char*>(*buffer), size));
   return static_cast<la_ssize_t>(size);
 }
 
@@ -113,16 +100,13 @@ void LayerReader::drain_rest() {
       throw FormatError(label_ + ": after the end of the tar archive: " +
                         (message ? message : "decompression failed") + " (compressed data corrupt or truncated)");
     }
-    EVP_DigestUpdate(digest_.get(), block, size);
+    diff_id_.update(std::string_view(static_cast<const char*>(block), size));
   }
 }
 
 std::string LayerReader::diff_id() {
   if (!at_end_) throw Error(label_ + ": diff_id asked before the end of the layer");
-  std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
-  unsigned int length = 0;
-  EVP_DigestFinal_ex(digest_.get(), digest.data(), &length);
-  return "sha256:" + hex(digest.data(), length);
+  return diff_id_.finish().to_string();
 }
 
 std::uint64_t LayerReader::blob_bytes_read() const {

@@ -8,11 +8,12 @@
 
 #include <archive.h>
 #include <archive_entry.h>
-#include <openssl/evp.h>
 
 #include <cstdint>
 #include <memory>
 #include <string>
+
+#include "oci/digest.hpp"
 
 namespace capsa::convert {
 
@@ -55,9 +56,6 @@ class LayerReader {
   struct ArchiveFree {
     void operator()(archive* a) const { archive_read_free(a); }
   };
-  struct DigestFree {
-    void operator()(EVP_MD_CTX* c) const { EVP_MD_CTX_free(c); }
-  };
 
   static la_ssize_t pull_decompressed(archive* tar, void* self, const void** buffer);
   [[noreturn]] void fail(const std::string& what) const;
@@ -66,7 +64,7 @@ class LayerReader {
   std::string label_;
   std::unique_ptr<archive, ArchiveFree> stream_;  // decompression only ("raw" format)
   std::unique_ptr<archive, ArchiveFree> tar_;     // tar parsing, fed from stream_
-  std::unique_ptr<EVP_MD_CTX, DigestFree> digest_;
+  oci::Hasher diff_id_;  // sha256 of the uncompressed tar, as it streams
   std::string stream_error_;  // why stream_ failed, reported instead of tar_'s generic error
   bool at_end_ = false;
 };
