@@ -3,7 +3,9 @@
 // with siftool, inspected, run, and its root file system compared file by file with
 // what umoci unpacks from the same image.
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -197,6 +199,48 @@ TEST_F(Pull, ExecOfADockerReferencePullsIntoTheCacheThenRuns) {
   auto second = capsa({"exec", plain("public/busybox:1.0"), "sh", "-c", "exit 5"}, {"APPTAINER_NOHTTPS=1"});
   EXPECT_EQ(second.exit_code, 5) << second.err;
   EXPECT_EQ(second.err.find("started"), std::string::npos) << "nothing downloaded the second time: " << second.err;
+}
+
+TEST_F(Pull, ManyFirstTimeRunsOfOneImageDownloadAndConvertItOnce) {
+  // Like 16 MPI ranks starting `capsa exec docker://...` at once on an empty cache.
+  constexpr int kRanks = 16;
+  std::vector<pid_t> ranks;
+  for (int i = 0; i < kRanks; ++i) {
+    pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      std::string log = work / ("rank" + std::to_string(i) + ".log");
+      int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+      ::setenv("CAPSA_CACHEDIR", cache.c_str(), 1);
+      ::setenv("APPTAINER_NOHTTPS", "1", 1);
+      ::execl(test::capsa_binary().c_str(), "capsa", "exec", plain("public/debian:bookworm").c_str(), "/bin/sh", "-c",
+              "echo rank-ok", static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    ranks.push_back(pid);
+  }
+  int succeeded = 0;
+  for (pid_t pid : ranks) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) ++succeeded;
+  }
+  EXPECT_EQ(succeeded, kRanks);
+  int downloads = 0, conversions = 0, outputs = 0;
+  for (int i = 0; i < kRanks; ++i) {
+    std::string log = test::read_file(work / ("rank" + std::to_string(i) + ".log"));
+    for (std::size_t at = 0; (at = log.find(": started", at)) != std::string::npos; ++at) {
+      std::size_t line = log.rfind('\n', at) + 1;
+      if (log.compare(line, 5, "blob ") == 0) ++downloads;
+      if (log.compare(line, 10, "converting") == 0) ++conversions;
+    }
+    if (log.find("rank-ok") != std::string::npos) ++outputs;
+  }
+  EXPECT_EQ(outputs, kRanks);
+  EXPECT_EQ(conversions, 1) << "exactly one conversion";
+  EXPECT_EQ(downloads, 4) << "each of the image's 3 layers and its config downloaded once";
 }
 
 class PullMatchesUmoci : public Pull, public ::testing::WithParamInterface<std::pair<std::string, std::string>> {};
