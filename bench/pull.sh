@@ -22,7 +22,8 @@ cleanup() { "$root/tests/registry/stop.sh" "$state" >/dev/null 2>&1 || true; rm 
 trap cleanup EXIT
 
 [ "$(id -u)" -eq 0 ] || { echo "bench/pull.sh: run as root (umoci unpack and drop_caches need it)" >&2; exit 1; }
-CAPSA_LARGE_FIXTURES=1 "$root/tests/fixtures/build-all.sh" "$fixtures" >/dev/null
+export CAPSA_LARGE_FIXTURES=1
+"$root/tests/fixtures/build-all.sh" "$fixtures" >/dev/null
 "$root/tests/registry/start.sh" "$state" "$fixtures" >/dev/null
 plain="127.0.0.1:$CAPSA_TEST_REGISTRY_PLAIN_PORT"
 ref="$plain/public/$image:latest"
@@ -40,7 +41,7 @@ run() {
   echo 0 > "$peak_file"
   ( while :; do used=$(fs_used); peak=$(cat "$peak_file"); [ "$used" -gt "$peak" ] && echo "$used" > "$peak_file"; sleep 0.2; done ) &
   sampler=$!
-  /usr/bin/time -f "%e %U %S %M" -o "$work/$name.time" "$@" >"$work/$name.log" 2>&1 || { kill "$sampler"; cat "$work/$name.log"; exit 1; }
+  /usr/bin/time -f "%e %U %S %M" -o "$work/$name.time" "$@" >"$work/$name.log" 2>&1 || { kill "$sampler"; echo "$name failed:"; tail -5 "$work/$name.log"; return 1; }
   kill "$sampler"; wait "$sampler" 2>/dev/null || true
   read -r wall user sys rss_kb < "$work/$name.time"
   peak=$(( $(cat "$peak_file") - base ))
@@ -48,23 +49,20 @@ run() {
   echo "$name $wall $user $sys $rss_kb $peak $size" >> "$work/results"
 }
 
-capsa_pull() { CAPSA_CACHEDIR="$work/$1-cache" "$capsa" pull -q --nohttps ${2:+--compression "$2"} "$work/$1.sif" "docker://$ref"; }
-apptainer_pipeline() {
-  skopeo copy -q --src-tls-verify=false "docker://$ref" "oci:$work/oci:latest" &&
-  umoci --log error unpack --image "$work/oci:latest" "$work/bundle" &&
-  mksquashfs "$work/bundle/rootfs" "$work/apptainer.sqfs" -noappend -comp gzip -quiet
-}
-charliecloud() {
-  export USER=root CH_IMAGE_STORAGE="$work/ch-storage"
-  /usr/bin/python3 /usr/bin/ch-image pull -q --tls-no-verify \
-    "127.0.0.1:$CAPSA_TEST_REGISTRY_TOKEN_PORT/public/$image:latest" bench-image &&
-  ch-convert -i ch-image -o squash bench-image "$work/charliecloud.sqfs"
-}
+# Each pipeline is one shell command line, so that /usr/bin/time measures all of it.
+capsa_pull="CAPSA_CACHEDIR='$work/capsa-cache' '$capsa' pull -q --nohttps '$work/capsa.sif' 'docker://$ref'"
+capsa_gzip="CAPSA_CACHEDIR='$work/capsa-gzip-cache' '$capsa' pull -q --nohttps --compression gzip '$work/capsa-gzip.sif' 'docker://$ref'"
+apptainer="skopeo copy -q --src-tls-verify=false 'docker://$ref' 'oci:$work/oci:latest' &&
+  umoci --log error unpack --image '$work/oci:latest' '$work/bundle' &&
+  mksquashfs '$work/bundle/rootfs' '$work/apptainer.sqfs' -noappend -comp gzip -quiet"
+charliecloud="USER=root CH_IMAGE_STORAGE='$work/ch-storage' /usr/bin/python3 /usr/bin/ch-image --tls-no-verify pull \
+    '127.0.0.1:$CAPSA_TEST_REGISTRY_TOKEN_PORT/public/$image:latest' bench-image &&
+  USER=root CH_IMAGE_STORAGE='$work/ch-storage' ch-convert -i ch-image -o squash bench-image '$work/charliecloud.sqfs'"
 
-run capsa "$work/capsa.sif" capsa_pull capsa ""
-run capsa-gzip "$work/capsa-gzip.sif" capsa_pull capsa-gzip gzip
-run apptainer "$work/apptainer.sqfs" apptainer_pipeline
-run charliecloud "$work/charliecloud.sqfs" charliecloud || true
+run capsa "$work/capsa.sif" sh -c "$capsa_pull"
+run capsa-gzip "$work/capsa-gzip.sif" sh -c "$capsa_gzip"
+run apptainer "$work/apptainer.sqfs" sh -c "$apptainer"
+run charliecloud "$work/charliecloud.sqfs" sh -c "$charliecloud" || true
 
 /usr/bin/python3 - "$work/results" "$image" <<'PY'
 import sys
