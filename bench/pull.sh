@@ -55,7 +55,7 @@ capsa_gzip="CAPSA_CACHEDIR='$work/capsa-gzip-cache' '$capsa' pull -q --nohttps -
 apptainer="skopeo copy -q --src-tls-verify=false 'docker://$ref' 'oci:$work/oci:latest' &&
   umoci --log error unpack --image '$work/oci:latest' '$work/bundle' &&
   mksquashfs '$work/bundle/rootfs' '$work/apptainer.sqfs' -noappend -comp gzip -quiet"
-charliecloud="USER=root CH_IMAGE_STORAGE='$work/ch-storage' /usr/bin/python3 /usr/bin/ch-image --tls-no-verify pull \
+charliecloud="USER=root REQUESTS_CA_BUNDLE='$state/ca.pem' CH_IMAGE_STORAGE='$work/ch-storage' /usr/bin/python3 /usr/bin/ch-image --tls-no-verify pull \
     '127.0.0.1:$CAPSA_TEST_REGISTRY_TOKEN_PORT/public/$image:latest' bench-image &&
   USER=root CH_IMAGE_STORAGE='$work/ch-storage' ch-convert -i ch-image -o squash bench-image '$work/charliecloud.sqfs'"
 
