@@ -91,8 +91,8 @@ ConversionResult layers_to_squashfs(const std::vector<LayerInput>& layers, const
                                     const std::string& output_path, const ConvertOptions& options = {});
 
 // The same image written into the open `fd` from byte `offset` on (a SIF's partition,
-// so the image is written once and never copied); the file is left at offset +
-// output_bytes long. `label` names the output in errors; output_path stays empty. On
+// so the image is written once and never copied): bytes from offset to offset +
+// output_bytes. `label` names the output in errors; output_path stays empty. On
 // failure, bytes past `offset` are garbage that the caller discards with the file.
 ConversionResult layers_to_squashfs(const std::vector<LayerInput>& layers, const std::vector<ExtraEntry>& extras,
                                     int fd, std::uint64_t offset, const std::string& label,
