@@ -298,14 +298,18 @@ std::optional<std::int64_t> source_date_epoch_from_environment() {
   return parsed;
 }
 
-ConversionResult layers_to_squashfs(const std::vector<LayerInput>& layers, const std::vector<ExtraEntry>& extras,
-                                    const std::string& output_path, const ConvertOptions& options) {
-  std::uint64_t total_input = 0;
-  for (std::size_t i = 0; i < layers.size(); ++i)
-    total_input += blob_size(layers[i], layer_label(layers[i], i, layers.size()));
+namespace {
 
-  AtomicFile output(output_path, 0644);
-  SquashfsWriter writer(output.temp_path(), options);
+std::uint64_t total_input_size(const std::vector<LayerInput>& layers) {
+  std::uint64_t total = 0;
+  for (std::size_t i = 0; i < layers.size(); ++i) total += blob_size(layers[i], layer_label(layers[i], i, layers.size()));
+  return total;
+}
+
+// Applies every layer and the extras through `writer`; `output_label` names the output in errors.
+ConversionResult convert_into(SquashfsWriter& writer, const std::vector<LayerInput>& layers,
+                              const std::vector<ExtraEntry>& extras, std::uint64_t total_input,
+                              const std::string& output_label, const ConvertOptions& options) {
   Converter converter(writer, options, total_input);
   ConversionResult result;
   result.diff_ids.resize(layers.size());
@@ -321,15 +325,33 @@ ConversionResult layers_to_squashfs(const std::vector<LayerInput>& layers, const
     result.diff_ids[i] = std::move(diff_id);
   }
   converter.tree().resolve_hardlinks(converter.warnings());
-  ImageCounts counts = with_context(output_path, [&] { return writer.finish(converter.tree().root(), options.source_date_epoch); });
-  output.commit();
-
-  result.output_path = output_path;
+  ImageCounts counts = with_context(output_label, [&] { return writer.finish(converter.tree().root(), options.source_date_epoch); });
   result.inode_count = counts.inodes;
   result.file_count = counts.files;
   result.output_bytes = counts.bytes;
   result.warnings = converter.finish_warnings();
   return result;
+}
+
+}  // namespace
+
+ConversionResult layers_to_squashfs(const std::vector<LayerInput>& layers, const std::vector<ExtraEntry>& extras,
+                                    const std::string& output_path, const ConvertOptions& options) {
+  std::uint64_t total_input = total_input_size(layers);
+  AtomicFile output(output_path, 0644);
+  SquashfsWriter writer(output.temp_path(), options);
+  ConversionResult result = convert_into(writer, layers, extras, total_input, output_path, options);
+  output.commit();
+  result.output_path = output_path;
+  return result;
+}
+
+ConversionResult layers_to_squashfs(const std::vector<LayerInput>& layers, const std::vector<ExtraEntry>& extras,
+                                    int fd, std::uint64_t offset, const std::string& label,
+                                    const ConvertOptions& options) {
+  std::uint64_t total_input = total_input_size(layers);
+  SquashfsWriter writer(fd, offset, label, options);
+  return convert_into(writer, layers, extras, total_input, label, options);
 }
 
 }  // namespace capsa::convert

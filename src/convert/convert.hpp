@@ -90,4 +90,12 @@ std::optional<std::int64_t> source_date_epoch_from_environment();
 ConversionResult layers_to_squashfs(const std::vector<LayerInput>& layers, const std::vector<ExtraEntry>& extras,
                                     const std::string& output_path, const ConvertOptions& options = {});
 
+// The same image written into the open `fd` from byte `offset` on (a SIF's partition,
+// so the image is written once and never copied): bytes from offset to offset +
+// output_bytes. `label` names the output in errors; output_path stays empty. On
+// failure, bytes past `offset` are garbage that the caller discards with the file.
+ConversionResult layers_to_squashfs(const std::vector<LayerInput>& layers, const std::vector<ExtraEntry>& extras,
+                                    int fd, std::uint64_t offset, const std::string& label,
+                                    const ConvertOptions& options = {});
+
 }  // namespace capsa::convert

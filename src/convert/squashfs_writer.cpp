@@ -27,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include "convert/offset_file.hpp"
 #include "util/error.hpp"
 
 namespace capsa::convert {
@@ -127,6 +128,19 @@ void SquashfsWriter::DestroyObject::operator()(void* object) const { sqfs_destro
 
 SquashfsWriter::SquashfsWriter(const std::string& path, const ConvertOptions& options)
     : path_(path), sq_(std::make_unique<Libsquashfs>()) {
+  errno = 0;
+  sq_->file.reset(sqfs_open_file(path.c_str(), SQFS_FILE_OPEN_OVERWRITE));
+  if (!sq_->file) throw SystemError("opening " + path, errno != 0 ? errno : EIO);
+  start(options);
+}
+
+SquashfsWriter::SquashfsWriter(int fd, std::uint64_t offset, const std::string& label, const ConvertOptions& options)
+    : path_(label), sq_(std::make_unique<Libsquashfs>()) {
+  sq_->file.reset(open_offset_file(fd, offset));
+  start(options);
+}
+
+void SquashfsWriter::start(const ConvertOptions& options) {
   Libsquashfs& sq = *sq_;
   sq.block_size = options.block_size;
   if (sqfs_super_init(&sq.super, options.block_size, 0, compressor_id(options.compressor)) != 0)
@@ -136,9 +150,6 @@ SquashfsWriter::SquashfsWriter(const std::string& path, const ConvertOptions& op
   // A decompressor, to read fragment blocks back when verifying a deduplication match.
   sq.decompressor = create_compressor(options, true);
 
-  errno = 0;
-  sq.file.reset(sqfs_open_file(path.c_str(), SQFS_FILE_OPEN_OVERWRITE));
-  if (!sq.file) throw SystemError("opening " + path, errno != 0 ? errno : EIO);
   // The super block is rewritten at the end; the compressor options follow it.
   check(sqfs_super_write(&sq.super, sq.file.get()), "writing the super block");
   int ret = sq.compressor->write_options(sq.compressor.get(), sq.file.get());

@@ -36,6 +36,8 @@ class SquashfsWriter {
 
   // Truncates and writes `path`, which also names the output in errors.
   SquashfsWriter(const std::string& path, const ConvertOptions& options);
+  // Writes the image into `fd` (borrowed) from byte `offset` on; `label` names it in errors.
+  SquashfsWriter(int fd, std::uint64_t offset, const std::string& label, const ConvertOptions& options);
   ~SquashfsWriter();
   SquashfsWriter(const SquashfsWriter&) = delete;
   SquashfsWriter& operator=(const SquashfsWriter&) = delete;
@@ -56,6 +58,7 @@ class SquashfsWriter {
   void check(int code, const char* what) const;
   std::unique_ptr<sqfs_compressor_t, DestroyObject> create_compressor(const ConvertOptions& options,
                                                                       bool uncompress) const;
+  void start(const ConvertOptions& options);  // once the output file is open
   void start_processor(unsigned workers);
 
   std::string path_;

@@ -40,21 +40,39 @@ std::string inspect_metadata_json(const OciSource& source) {
   return nlohmann::ordered_json::parse(format_inspect(metadata, all)).dump();
 }
 
-void write_pulled_sif(const std::string& output, const PulledSifParts& parts) {
+namespace {
+
+std::vector<sif::ObjectInput> leading_objects(const OciSource& source) {
   sif::ObjectInput deffile;
   deffile.type = sif::DataType::Deffile;
-  deffile.data = docker_deffile(parts.source.reference);
+  deffile.data = docker_deffile(source.reference);
+  std::string config = source.config.is_object() ? source.config.dump() : "{}";
+  return {deffile, json_object("inspect-metadata.json", inspect_metadata_json(source)),
+          json_object("oci-config.json", config)};
+}
 
-  std::string config = parts.source.config.is_object() ? parts.source.config.dump() : "{}";
-  sif::ObjectInput partition = sif::partition_input(parts.squashfs_path, sif::FsType::Squashfs, sif::PartType::PrimSys,
-                                                    parts.source.architecture);
-
+sif::CreateOptions create_options(const OciSource& source, bool reproducible) {
   sif::CreateOptions options;
-  options.time = parts.source.build_time;
-  if (parts.reproducible) options.uuid = sif::Uuid{};
-  sif::create(output, options,
-              {deffile, json_object("inspect-metadata.json", inspect_metadata_json(parts.source)),
-               json_object("oci-config.json", config), partition});
+  options.time = source.build_time;
+  if (reproducible) options.uuid = sif::Uuid{};
+  return options;
+}
+
+}  // namespace
+
+void write_pulled_sif(const std::string& output, const PulledSifParts& parts) {
+  std::vector<sif::ObjectInput> objects = leading_objects(parts.source);
+  objects.push_back(sif::partition_input(parts.squashfs_path, sif::FsType::Squashfs, sif::PartType::PrimSys,
+                                         parts.source.architecture));
+  sif::create(output, create_options(parts.source, parts.reproducible), objects);
+}
+
+void write_pulled_sif_in_place(const std::string& output, const OciSource& source, bool reproducible,
+                               const PartitionWriter& write_squashfs) {
+  sif::PartitionSlot slot(output, create_options(source, reproducible), leading_objects(source),
+                          sif::partition_input("", sif::FsType::Squashfs, sif::PartType::PrimSys, source.architecture));
+  std::uint64_t size = write_squashfs(slot.fd(), static_cast<std::uint64_t>(slot.offset()));
+  slot.finish(static_cast<std::int64_t>(size));
 }
 
 }  // namespace capsa::image

@@ -193,21 +193,21 @@ void produce_sif(Session& s, const std::string& top_digest, const std::string& s
     extras.push_back(std::move(entry));
   }
 
-  cache::TempItem squashfs = s.cache->make_temp(".squashfs");
   convert::ConvertOptions convert_options;
   convert_options.compressor = options.compressor;
   const std::string task = "converting to squashfs";
-  s.progress->start(task, total);
   convert_options.progress = [&](const convert::Progress& p) { s.progress->update(task, p.input_bytes_done); };
-  convert::ConversionResult converted = convert::layers_to_squashfs(layers, extras, squashfs.path(), convert_options);
-  s.progress->finish(task);
-  for (const auto& warning : converted.warnings) s.warn(warning);
-
-  image::PulledSifParts parts;
-  parts.squashfs_path = squashfs.path();
-  parts.source = source;
-  parts.reproducible = convert::source_date_epoch_from_environment().has_value();
-  image::write_pulled_sif(sif_path, parts);
+  bool reproducible = convert::source_date_epoch_from_environment().has_value();
+  // The squashfs goes straight into the SIF (the cache entry's partial file): peak
+  // temporary disk is the layers plus one image, not two (issue 3 item 10).
+  image::write_pulled_sif_in_place(sif_path, source, reproducible, [&](int fd, std::uint64_t offset) {
+    s.progress->start(task, total);
+    convert::ConversionResult converted =
+        convert::layers_to_squashfs(layers, extras, fd, offset, sif_path + " (squashfs partition)", convert_options);
+    s.progress->finish(task);
+    for (const auto& warning : converted.warnings) s.warn(warning);
+    return converted.output_bytes;
+  });
 }
 
 std::string output_path_for(const PullOptions& options, const reference::ImageReference& ref) {

@@ -57,11 +57,19 @@ bool is_primary_partition(const ObjectInput& input) {
   return probe.partition().part_type == PartType::PrimSys;
 }
 
-// Writes the object's data at the end of the data section and fills `slot`; updates
-// the in-memory header (free count, data size, arch). Nothing in the file refers to
-// the new bytes until the caller writes the descriptor table and header.
-void append_object(int fd, Header& header, std::vector<Descriptor>& slots, std::size_t slot_index,
-                   const ObjectInput& input, std::int64_t now) {
+// Where the next object's data starts: the end of the data section, aligned.
+std::int64_t next_offset(const Header& header, const ObjectInput& input) {
+  std::int64_t alignment = input.alignment >= 0 ? input.alignment
+                           : input.type == DataType::Partition ? kPartitionAlignment
+                                                               : 1;
+  return aligned(header.data_offset + header.data_size, alignment);
+}
+
+// Fills `slot` for data already written at `offset`; updates the in-memory header
+// (free count, data size, arch). Nothing in the file refers to the new bytes until
+// the caller writes the descriptor table and header.
+void record_object(Header& header, std::vector<Descriptor>& slots, std::size_t slot_index, const ObjectInput& input,
+                   std::int64_t now, std::int64_t offset, std::int64_t size) {
   if (is_primary_partition(input)) {
     for (const Descriptor& d : slots)
       if (d.used && d.data_type == DataType::Partition && d.partition().part_type == PartType::PrimSys)
@@ -71,22 +79,7 @@ void append_object(int fd, Header& header, std::vector<Descriptor>& slots, std::
     std::string code = arch_code_from_name(probe.partition().arch);
     header.arch = {code[0], code[1], '\0'};
   }
-
-  std::int64_t alignment = input.alignment >= 0 ? input.alignment
-                           : input.type == DataType::Partition ? kPartitionAlignment
-                                                               : 1;
   std::int64_t unaligned = header.data_offset + header.data_size;
-  std::int64_t offset = aligned(unaligned, alignment);
-
-  std::int64_t size = 0;
-  if (!input.data_path.empty()) {
-    UniqueFd in = open_file(input.data_path, O_RDONLY);
-    size = copy_file_at(in.get(), fd, offset);
-  } else {
-    write_all_at(fd, std::span(reinterpret_cast<const std::uint8_t*>(input.data.data()), input.data.size()),
-                 static_cast<std::uint64_t>(offset));
-    size = static_cast<std::int64_t>(input.data.size());
-  }
 
   Descriptor& d = slots[slot_index];
   d = Descriptor{};
@@ -104,6 +97,22 @@ void append_object(int fd, Header& header, std::vector<Descriptor>& slots, std::
 
   header.descriptors_free -= 1;
   header.data_size += d.size_with_padding;
+}
+
+// Writes the object's data at the end of the data section and records it.
+void append_object(int fd, Header& header, std::vector<Descriptor>& slots, std::size_t slot_index,
+                   const ObjectInput& input, std::int64_t now) {
+  std::int64_t offset = next_offset(header, input);
+  std::int64_t size = 0;
+  if (!input.data_path.empty()) {
+    UniqueFd in = open_file(input.data_path, O_RDONLY);
+    size = copy_file_at(in.get(), fd, offset);
+  } else {
+    write_all_at(fd, std::span(reinterpret_cast<const std::uint8_t*>(input.data.data()), input.data.size()),
+                 static_cast<std::uint64_t>(offset));
+    size = static_cast<std::int64_t>(input.data.size());
+  }
+  record_object(header, slots, slot_index, input, now, offset, size);
 }
 
 void write_table(int fd, const Header& header, const std::vector<Descriptor>& slots) {
@@ -134,40 +143,88 @@ ObjectInput partition_input(std::string data_path, FsType fs, PartType part, con
   return input;
 }
 
+namespace {
+
+Header new_header(const CreateOptions& options, std::size_t object_count) {
+  if (options.launch_script.size() >= kLaunchScriptSize)
+    throw FormatError("launch script too long (" + std::to_string(options.launch_script.size()) +
+                      " bytes; a SIF header holds at most 31)");
+  if (options.descriptor_capacity < 1 || options.descriptor_capacity > 1 << 16)
+    throw FormatError("descriptor capacity must be between 1 and 65536");
+  if (static_cast<std::int64_t>(object_count) > options.descriptor_capacity)
+    throw FormatError("more objects than descriptor slots");
+
+  Header h;
+  std::copy(options.launch_script.begin(), options.launch_script.end(), h.launch_script.begin());
+  std::copy(kMagic.begin(), kMagic.end(), h.magic.begin());
+  std::copy(kVersion.begin(), kVersion.end(), h.version.begin());
+  h.arch = {'0', '0', '\0'};
+  h.uuid = options.uuid.value_or(random_uuid());
+  h.created_at = h.modified_at = options.time;
+  h.descriptors_free = h.descriptors_total = options.descriptor_capacity;
+  h.descriptors_offset = kDefaultDescriptorsOffset;
+  h.descriptors_size = options.descriptor_capacity * static_cast<std::int64_t>(kDescriptorSize);
+  h.data_offset = h.descriptors_offset + h.descriptors_size;
+  h.data_size = 0;
+  return h;
+}
+
+// Writes the descriptors and then the header, which is what makes the file a SIF, and
+// renames it into place.
+void seal(AtomicFile& out, const Header& h, const std::vector<Descriptor>& slots) {
+  write_table(out.fd(), h, slots);
+  write_header(out.fd(), h);
+  // An empty image still spans its descriptor table.
+  if (::ftruncate(out.fd(), h.data_offset + h.data_size) != 0) throw_errno("ftruncate");
+  out.commit();
+}
+
+}  // namespace
+
 void create(const std::string& path, const CreateOptions& options, const std::vector<ObjectInput>& objects) {
   with_context(path, [&] {
-    if (options.launch_script.size() >= kLaunchScriptSize)
-      throw FormatError("launch script too long (" + std::to_string(options.launch_script.size()) +
-                        " bytes; a SIF header holds at most 31)");
-    if (options.descriptor_capacity < 1 || options.descriptor_capacity > 1 << 16)
-      throw FormatError("descriptor capacity must be between 1 and 65536");
-    if (static_cast<std::int64_t>(objects.size()) > options.descriptor_capacity)
-      throw FormatError("more objects than descriptor slots");
-
-    Header h;
-    std::copy(options.launch_script.begin(), options.launch_script.end(), h.launch_script.begin());
-    std::copy(kMagic.begin(), kMagic.end(), h.magic.begin());
-    std::copy(kVersion.begin(), kVersion.end(), h.version.begin());
-    h.arch = {'0', '0', '\0'};
-    h.uuid = options.uuid.value_or(random_uuid());
-    h.created_at = h.modified_at = options.time;
-    h.descriptors_free = h.descriptors_total = options.descriptor_capacity;
-    h.descriptors_offset = kDefaultDescriptorsOffset;
-    h.descriptors_size = options.descriptor_capacity * static_cast<std::int64_t>(kDescriptorSize);
-    h.data_offset = h.descriptors_offset + h.descriptors_size;
-    h.data_size = 0;
-
+    Header h = new_header(options, objects.size());
     std::vector<Descriptor> slots(static_cast<std::size_t>(options.descriptor_capacity));
     AtomicFile out(path, 0755);  // a SIF is executable: its launch script runs it
     for (std::size_t i = 0; i < objects.size(); ++i) {
       check_link(objects[i]);
       append_object(out.fd(), h, slots, i, objects[i], options.time);
     }
-    write_table(out.fd(), h, slots);
-    write_header(out.fd(), h);
-    // An empty image still spans its descriptor table.
-    if (::ftruncate(out.fd(), h.data_offset + h.data_size) != 0) throw_errno("ftruncate");
-    out.commit();
+    seal(out, h, slots);
+  });
+}
+
+PartitionSlot::PartitionSlot(const std::string& path, const CreateOptions& options,
+                             const std::vector<ObjectInput>& leading_objects, ObjectInput partition)
+    : path_(path), time_(options.time), partition_(std::move(partition)) {
+  with_context(path, [&] {
+    if (partition_.type != DataType::Partition || !partition_.data_path.empty() || !partition_.data.empty())
+      throw Error("a partition slot takes a partition ObjectInput without data");
+    check_link(partition_);
+    header_ = new_header(options, leading_objects.size() + 1);
+    slots_.resize(static_cast<std::size_t>(options.descriptor_capacity));
+    out_ = std::make_unique<AtomicFile>(path, 0755);
+    for (std::size_t i = 0; i < leading_objects.size(); ++i) {
+      check_link(leading_objects[i]);
+      append_object(out_->fd(), header_, slots_, i, leading_objects[i], time_);
+    }
+    offset_ = next_offset(header_, partition_);
+  });
+}
+
+PartitionSlot::~PartitionSlot() = default;
+
+int PartitionSlot::fd() const { return out_->fd(); }
+const std::string& PartitionSlot::temp_path() const { return out_->temp_path(); }
+
+void PartitionSlot::finish(std::int64_t partition_size) {
+  with_context(path_, [&] {
+    if (!out_) throw Error("partition slot already finished");
+    std::size_t index = 0;
+    while (slots_[index].used) ++index;
+    record_object(header_, slots_, index, partition_, time_, offset_, partition_size);
+    seal(*out_, header_, slots_);
+    out_.reset();
   });
 }
 

@@ -4,11 +4,13 @@
 // data section, aligned (4096 for partitions by default), into the first free slot.
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "sif/layout.hpp"
+#include "util/atomic_file.hpp"
 #include "sif/uuid.hpp"
 
 namespace capsa::sif {
@@ -38,6 +40,38 @@ ObjectInput partition_input(std::string data_path, FsType fs, PartType part, con
 
 // Writes a new SIF at `path` (via a temporary file and rename) holding `objects`.
 void create(const std::string& path, const CreateOptions& options, const std::vector<ObjectInput>& objects);
+
+// A new SIF whose last object, the partition, is written in place by someone else (a
+// squashfs converter), so that its bytes are never copied. The leading objects are
+// written at construction; the partition's bytes go to fd() from offset() on; finish()
+// then writes its descriptor and, last, the header, and renames the file into place.
+// Until then the file has a temporary name and an all-zero header (not a SIF), and a
+// slot destroyed unfinished removes it.
+class PartitionSlot {
+ public:
+  // `partition` is partition_input("", ...): its data is what the caller writes.
+  PartitionSlot(const std::string& path, const CreateOptions& options, const std::vector<ObjectInput>& leading_objects,
+                ObjectInput partition);
+  PartitionSlot(const PartitionSlot&) = delete;
+  PartitionSlot& operator=(const PartitionSlot&) = delete;
+  ~PartitionSlot();
+
+  int fd() const;
+  std::int64_t offset() const { return offset_; }  // aligned like any partition (4096)
+  const std::string& temp_path() const;
+
+  // `partition_size` bytes from offset() on are the partition; anything past them is cut.
+  void finish(std::int64_t partition_size);
+
+ private:
+  std::string path_;
+  std::int64_t time_;
+  ObjectInput partition_;
+  Header header_;
+  std::vector<Descriptor> slots_;
+  std::unique_ptr<AtomicFile> out_;
+  std::int64_t offset_ = 0;
+};
 
 // Appends an object in place; returns its ID. The data and descriptor are written
 // before the header, so an interrupted add leaves the previous image readable.

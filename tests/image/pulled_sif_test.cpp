@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <filesystem>
+
 #include <nlohmann/json.hpp>
 
 #include "image/metadata.hpp"
@@ -10,6 +12,8 @@
 #include "support/process.hpp"
 #include "support/temp_dir.hpp"
 #include "support/test_env.hpp"
+#include "util/error.hpp"
+#include "util/fd.hpp"
 
 namespace capsa::image {
 namespace {
@@ -76,6 +80,30 @@ TEST(PulledSif, ReproducibleImagesHaveNoUuid) {
   write_pulled_sif(dir / "b.sif", parts);
   EXPECT_TRUE(sif::Image::open(dir / "a.sif").header().uuid_is_nil());
   EXPECT_EQ(test::read_file(dir / "a.sif"), test::read_file(dir / "b.sif"));
+}
+
+
+// The squashfs written in place gives the very file that copying it in gives.
+TEST(PulledSif, InPlacePartitionGivesTheSameFileAsACopiedOne) {
+  test::TempDir dir;
+  auto parts = busybox_like_parts();
+  parts.reproducible = true;
+  write_pulled_sif(dir / "copied.sif", parts);
+  std::string squashfs = test::read_file(parts.squashfs_path);
+  write_pulled_sif_in_place(dir / "in-place.sif", parts.source, true, [&](int fd, std::uint64_t offset) {
+    write_all_at(fd, std::span(reinterpret_cast<const std::uint8_t*>(squashfs.data()), squashfs.size()), offset);
+    return static_cast<std::uint64_t>(squashfs.size());
+  });
+  EXPECT_EQ(test::read_file(dir / "in-place.sif"), test::read_file(dir / "copied.sif"));
+}
+
+TEST(PulledSif, AFailedInPlaceWriteLeavesNothing) {
+  test::TempDir dir;
+  auto parts = busybox_like_parts();
+  EXPECT_THROW(write_pulled_sif_in_place(dir / "out.sif", parts.source, false,
+                                         [](int, std::uint64_t) -> std::uint64_t { throw FormatError("bad layer"); }),
+               FormatError);
+  EXPECT_TRUE(std::filesystem::is_empty(dir.path()));
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 // what umoci unpacks from the same image.
 #include <gtest/gtest.h>
 #include <fcntl.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,6 +19,7 @@
 #include "support/temp_dir.hpp"
 #include "support/test_env.hpp"
 #include "support/test_registry.hpp"
+#include "util/fd.hpp"
 
 namespace capsa::pull {
 namespace {
@@ -104,6 +106,33 @@ TEST_F(Pull, BusyboxBecomesTheSifApptainerWouldWriteAndRuns) {
   auto runscript = capsa({"run", sif, "sh", "-c", "echo via runscript"});
   EXPECT_EQ(runscript.out, "via runscript\n") << runscript.err;
   ASSERT_EQ(::chdir("/"), 0);
+}
+
+// Issue 3 item 10: the squashfs is written once, into the SIF, so a pull's temporary
+// disk is the layers plus one image. inotify records every name created in the cache's
+// scratch directories during the pull: none may be a standalone squashfs.
+TEST_F(Pull, ConversionWritesNoStandaloneSquashfs) {
+  for (const char* sub : {"", "/tmp", "/sif"})
+    ASSERT_EQ(::mkdir((cache + sub).c_str(), *sub ? 0755 : 0700), 0) << cache << sub;
+  UniqueFd watch(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
+  ASSERT_GE(watch.get(), 0);
+  for (const char* sub : {"/tmp", "/sif"})
+    ASSERT_GE(::inotify_add_watch(watch.get(), (cache + sub).c_str(), IN_CREATE | IN_MOVED_TO), 0);
+
+  auto result = capsa({"pull", "--nohttps", out("b.sif"), plain("public/busybox:1.0")});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+
+  std::vector<std::string> created;
+  alignas(inotify_event) char buffer[1 << 16];
+  for (ssize_t n; (n = ::read(watch.get(), buffer, sizeof buffer)) > 0;)
+    for (char* p = buffer; p < buffer + n;) {
+      auto* event = reinterpret_cast<inotify_event*>(p);
+      if (event->len > 0) created.emplace_back(event->name);
+      p += sizeof(inotify_event) + event->len;
+    }
+  ASSERT_FALSE(created.empty()) << "the pull created no file in the cache: the watch saw nothing";
+  for (const std::string& name : created)
+    EXPECT_FALSE(name.ends_with(".squashfs") || name.ends_with(".sqfs")) << name;
 }
 
 TEST_F(Pull, AnExistingOutputIsKeptUnlessForced) {

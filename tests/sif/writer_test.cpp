@@ -6,9 +6,11 @@
 #include <filesystem>
 
 #include "sif/image.hpp"
+#include "support/process.hpp"
 #include "support/temp_dir.hpp"
 #include "support/test_env.hpp"
 #include "util/error.hpp"
+#include "util/fd.hpp"
 
 namespace capsa::sif {
 namespace {
@@ -151,6 +153,53 @@ TEST(SifWriter, DeterministicImagesAreByteIdentical) {
   create(dir / "a.sif", options, objects);
   create(dir / "b.sif", options, objects);
   EXPECT_EQ(test::read_file(dir / "a.sif"), test::read_file(dir / "b.sif"));
+}
+
+
+// The partition written in place through a slot gives the same file, byte for byte, as
+// create() copying it from a file of its own.
+TEST(SifPartitionSlot, InPlacePartitionMatchesACopiedOne) {
+  TempDir dir;
+  CreateOptions options;
+  options.uuid = Uuid{};
+  options.time = 1700000000;
+  std::vector<ObjectInput> leading{bytes_input(DataType::Deffile, "bootstrap: docker\nfrom: busybox\n\n"),
+                                   bytes_input(DataType::GenericJson, "{}")};
+  std::vector<ObjectInput> all = leading;
+  all.push_back(partition_input(squashfs_fixture(), FsType::Squashfs, PartType::PrimSys, "amd64"));
+  create(dir / "copied.sif", options, all);
+
+  std::string squashfs = test::read_file(squashfs_fixture());
+  std::string path = dir / "slot.sif";
+  {
+    PartitionSlot slot(path, options, leading, partition_input("", FsType::Squashfs, PartType::PrimSys, "amd64"));
+    EXPECT_EQ(slot.offset(), 32768);
+    // More than the partition is written: finish() cuts what lies past its size.
+    std::string written = squashfs + "trailing garbage";
+    write_all_at(slot.fd(), std::span(reinterpret_cast<const std::uint8_t*>(written.data()), written.size()),
+                 static_cast<std::uint64_t>(slot.offset()));
+    EXPECT_FALSE(std::filesystem::exists(path)) << "nothing under the final name before finish()";
+    EXPECT_THROW(Image::open(slot.temp_path()), FormatError) << "an unfinished slot is not a SIF";
+    slot.finish(static_cast<std::int64_t>(squashfs.size()));
+  }
+  EXPECT_EQ(test::read_file(path), test::read_file(dir / "copied.sif"));
+  EXPECT_EQ(Image::open(path).primary_partition()->id, 3u);
+
+  auto listed = test::run_process({"siftool", "list", path});
+  EXPECT_EQ(listed.exit_code, 0) << listed.err;
+  EXPECT_NE(listed.out.find("Squashfs"), std::string::npos) << listed.out;
+}
+
+TEST(SifPartitionSlot, UnfinishedSlotLeavesNoFile) {
+  TempDir dir;
+  {
+    PartitionSlot slot(dir / "out.sif", CreateOptions{}, {bytes_input(DataType::Deffile, "x")},
+                       partition_input("", FsType::Squashfs, PartType::PrimSys, "amd64"));
+    std::string data(8192, 'z');
+    write_all_at(slot.fd(), std::span(reinterpret_cast<const std::uint8_t*>(data.data()), data.size()),
+                 static_cast<std::uint64_t>(slot.offset()));
+  }
+  EXPECT_TRUE(std::filesystem::is_empty(dir.path()));
 }
 
 }  // namespace
