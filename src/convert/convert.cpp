@@ -314,8 +314,11 @@ ConversionResult convert_into(SquashfsWriter& writer, const std::vector<LayerInp
   ConversionResult result;
   result.diff_ids.resize(layers.size());
 
-  // Top-down: the extras, then the last layer first (see merge_tree.hpp).
-  converter.add_extras(extras, static_cast<int>(layers.size()));
+  // Top-down: the extras, then the last layer first (see merge_tree.hpp), then the
+  // extras wanted only where no layer put anything, as if they were a layer below all.
+  std::vector<ExtraEntry> above, below;
+  for (const ExtraEntry& extra : extras) (extra.only_if_missing ? below : above).push_back(extra);
+  converter.add_extras(above, static_cast<int>(layers.size()));
   for (std::size_t i = layers.size(); i-- > 0;) {
     std::string label = layer_label(layers[i], i, layers.size());
     std::string diff_id = converter.apply_layer(layers[i], static_cast<int>(i), label);
@@ -324,6 +327,7 @@ ConversionResult convert_into(SquashfsWriter& writer, const std::vector<LayerInp
                         *layers[i].diff_id + " (corrupt or substituted layer)");
     result.diff_ids[i] = std::move(diff_id);
   }
+  converter.add_extras(below, -1);
   converter.tree().resolve_hardlinks(converter.warnings());
   ImageCounts counts = with_context(output_label, [&] { return writer.finish(converter.tree().root(), options.source_date_epoch); });
   result.inode_count = counts.inodes;

@@ -34,6 +34,9 @@ struct ExtraEntry {
   uid_t uid = 0;
   gid_t gid = 0;
   std::string content_or_target;   // file contents, or the symlink target; ignored for directories
+  // Placed *below* every layer instead of above: it only appears where the layers have
+  // nothing (bind points such as /tmp, whose mode 1777 in the image must win).
+  bool only_if_missing = false;
 };
 
 // No lz4: images libsquashfs 1.2 writes with lz4 (gensquashfs's too) are rejected by

@@ -186,10 +186,7 @@ void produce_sif(Session& s, const std::string& top_digest, const std::string& s
                                                                      : convert::ExtraEntry::Type::File;
     entry.mode = static_cast<mode_t>(file.mode);
     entry.content_or_target = file.content;
-    // Bind points are only wanted where the image has nothing (its own /tmp is 1777);
-    // the runtime creates missing ones anyway, so until the converter can add an entry
-    // "only if missing", they are left out rather than risk overriding the image's.
-    if (file.only_if_missing) continue;
+    entry.only_if_missing = file.only_if_missing;
     extras.push_back(std::move(entry));
   }
 

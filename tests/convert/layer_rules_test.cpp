@@ -267,6 +267,31 @@ TEST_F(ConvertTest, ExtraEntriesWinOverLayers) {
   EXPECT_EQ(read("/.singularity.d/actions/run"), "run");
 }
 
+TEST_F(ConvertTest, EntriesWantedOnlyIfMissingNeverReplaceTheImagesOwn) {
+  // Bind points for the runtime: /tmp is the image's (1777) and stays so; /etc/hosts and
+  // /proc are added because no layer has them; a whited-out /home stays absent.
+  auto l1 = layer({{"tmp", "dir", "", 01777}, {"etc", "dir"}, {"etc/passwd", "file", "root:x:0:0::/root:/bin/sh\n"},
+                   {"home", "dir"}});
+  auto l2 = layer({{".wh.home", "file"}});
+  auto missing = [](std::string path, ExtraEntry::Type type, mode_t mode) {
+    ExtraEntry e{std::move(path), type, mode, 0, 0, ""};
+    e.only_if_missing = true;
+    return e;
+  };
+  convert({l1, l2}, {missing("/tmp", ExtraEntry::Type::Directory, 0755),
+                     missing("/etc/hosts", ExtraEntry::Type::File, 0644),
+                     missing("/etc/passwd", ExtraEntry::Type::File, 0644),
+                     missing("/proc", ExtraEntry::Type::Directory, 0755),
+                     missing("/home", ExtraEntry::Type::Directory, 0755)});
+  Names d = describe();
+  EXPECT_EQ(d["tmp"], "dir 01777 0 0");
+  EXPECT_EQ(d["etc/hosts"], "file 0644 0 0");
+  EXPECT_EQ(read("/etc/hosts"), "");
+  EXPECT_EQ(read("/etc/passwd"), "root:x:0:0::/root:/bin/sh\n");
+  EXPECT_EQ(d["proc"], "dir 0755 0 0");
+  EXPECT_EQ(d.count("home"), 0u) << "a whiteout in the image wins over a bind point";
+}
+
 TEST_F(ConvertTest, SourceDateEpochClampsTimes) {
   auto l1 = layer({{"f", "file", "f"}});  // mtime 1700000000
   ConvertOptions options;
