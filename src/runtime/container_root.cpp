@@ -225,7 +225,8 @@ std::string read_image_file(const std::string& image_root, const std::string& pa
 }
 
 void build_root_and_enter(const RootLayout& layout, const std::vector<MountStep>& plan,
-                          const std::vector<std::pair<std::string, std::string>>& session_files) {
+                          const std::vector<std::pair<std::string, std::string>>& session_files,
+                          const std::function<void(const std::string& root)>& before_enter) {
   const std::string image = layout.session + "/image";
   const std::string points = layout.session + "/points";
   const std::string root = layout.session + "/root";
@@ -250,6 +251,7 @@ void build_root_and_enter(const RootLayout& layout, const std::vector<MountStep>
   UniqueFd root_fd = open_file(root, O_PATH | O_DIRECTORY);
   for (const MountStep& step : steps) apply_step(root_fd.get(), layout.session, step);
   root_fd.reset();
+  if (before_enter) before_enter(root);  // --nvccli configures the mounted root here
   enter_root(root);
 }
 

@@ -1,0 +1,130 @@
+// `capsa exec --nv` on a small image with a dynamic loader, against the fake driver:
+// everything is asserted from inside the container. Runs as root and unprivileged.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "fake_driver.hpp"
+#include "support/process.hpp"
+#include "support/temp_dir.hpp"
+
+namespace capsa::runtime::gpu {
+namespace {
+
+using test::fake_nvidia;
+
+std::string image() { return fake_nvidia("gpu.sif"); }
+
+// capsa with the fake driver as the host's: its cache, its PATH, its /dev.
+test::ProcessResult capsa(std::vector<std::string> args, std::vector<std::string> env = {}) {
+  std::vector<std::string> argv = {"env", "CAPSA_LDSO_CACHE=" + test::fake_cache(),
+                                   "PATH=" + fake_nvidia("bin") + ":/usr/sbin:/usr/bin:/sbin:/bin",
+                                   "CAPSA_DEV_DIR=" + fake_nvidia("dev")};
+  argv.insert(argv.end(), env.begin(), env.end());
+  argv.push_back(test::capsa_binary());
+  argv.insert(argv.end(), args.begin(), args.end());
+  return test::run_process(argv, "", 60);
+}
+
+std::vector<std::string> exec(std::vector<std::string> flags, const std::string& script) {
+  std::vector<std::string> args = {"exec"};
+  args.insert(args.end(), flags.begin(), flags.end());
+  args.insert(args.end(), {image(), "sh", "-c", script});
+  return args;
+}
+
+TEST(NvExec, LibrariesToolsAndLibraryPathAreThere) {
+  auto r = capsa(exec({"--nv"}, "ls /.singularity.d/libs | grep -e cuda -e nvidia; nvidia-smi; command -v nvidia-smi; echo $LD_LIBRARY_PATH"));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "libcuda.so.1\nlibnvidia-ml.so.1\nlibnvidia-ptxjitcompiler.so.1\n"
+            "GPU 0: Fake capsa GPU (UUID: GPU-00000000-0000-0000-0000-000000000000)\n"
+            "/usr/bin/nvidia-smi\n/.singularity.d/libs\n");
+  EXPECT_EQ(r.err, "");  // a missing listed library (libnvidia-cfg.so.1) is skipped silently
+  // (The host's own Mesa/glvnd libGL*, libEGL* match the list too and are bound, as Apptainer does.)
+}
+
+TEST(NvExec, AProgramLinkedAgainstLibcudaLoadsIt) {
+  auto r = capsa(exec({"--nv"}, "cuda-hello"));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "OK\n");
+}
+
+TEST(NvExec, TheLibrariesAreReadOnly) {
+  auto r = capsa(exec({"--nv", "--writable-tmpfs"},
+                      "echo x > /.singularity.d/libs/libcuda.so.1 2>/dev/null && echo WROTE || echo REFUSED"));
+  EXPECT_EQ(r.out, "REFUSED\n") << r.err;
+}
+
+TEST(NvExec, NothingIsBoundWithoutNv) {
+  auto r = capsa(exec({}, "ls /.singularity.d/libs 2>/dev/null; command -v nvidia-smi; cuda-hello 2>/dev/null || echo NOLIB"));
+  EXPECT_EQ(r.out, "NOLIB\n") << r.err;
+}
+
+TEST(NvExec, ApptainerNvActsLikeTheFlag) {
+  for (const char* var : {"APPTAINER_NV=1", "SINGULARITY_NV=true"}) {
+    auto r = capsa(exec({}, "cuda-hello"), {var});
+    EXPECT_EQ(r.out, "OK\n") << var << ": " << r.err;
+  }
+}
+
+TEST(NvExec, DevicesAreThereUnderContain) {
+  if (::access(fake_nvidia("dev/nvidia0").c_str(), F_OK) != 0)
+    GTEST_SKIP() << "the fixture's device nodes were not made (mknod needs root when fixtures are built)";
+  for (const char* flag : {"--contain", "--containall"}) {
+    auto r = capsa(exec({"--nv", flag}, "[ -c /dev/nvidia0 ] && [ -c /dev/nvidiactl ] && echo DEVICES; cuda-hello"));
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out, "DEVICES\nOK\n") << flag;
+  }
+}
+
+TEST(NvExec, GpuSelectionPassesThroughCleanenv) {
+  auto r = capsa(exec({"--nv", "--cleanenv"}, "echo $NVIDIA_VISIBLE_DEVICES/$CUDA_VISIBLE_DEVICES"),
+                 {"NVIDIA_VISIBLE_DEVICES=1,2", "CUDA_VISIBLE_DEVICES=0"});
+  EXPECT_EQ(r.out, "1,2/0\n") << r.err;
+}
+
+TEST(NvExec, DebugPrintsTheDriverMounts) {
+  auto r = capsa({"exec", "--debug", "--nv", image(), "true"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("bind " + fake_nvidia("lib/libcuda.so.1") + " -> /.singularity.d/libs/libcuda.so.1 (ro)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("-> /usr/bin/nvidia-smi (ro)"), std::string::npos) << r.err;
+}
+
+TEST(NvExec, ACorruptCacheIsOneWarningAndTheCommandRuns) {
+  auto r = capsa(exec({"--nv"}, "nvidia-smi >/dev/null && echo RAN"),
+                 {"CAPSA_LDSO_CACHE=" + fake_nvidia("corrupt.ld.so.cache")});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "RAN\n");
+  EXPECT_EQ(r.err.rfind("WARNING: cannot read the ld.so cache " + fake_nvidia("corrupt.ld.so.cache"), 0), 0u) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+TEST(NvExec, NoDriverIsAWarningAndTheCommandRuns) {
+  // A list of NVIDIA-only names: the host's default directories (in every cache ldconfig
+  // writes) may hold glvnd's libGL*, which the shipped list also names.
+  test::TempDir dir;
+  std::string list = dir.write("nvliblist.conf", "nvidia-smi\nlibcuda.so\nlibnvidia-ml.so\n");
+  auto r = capsa(exec({"--nv"}, "echo RAN"), {"CAPSA_NVLIBLIST=" + list, "CAPSA_LDSO_CACHE=" + fake_nvidia("nodriver.ld.so.cache"),
+                                               "PATH=/usr/sbin:/usr/bin:/sbin:/bin"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "RAN\n");
+  EXPECT_NE(r.err.find("WARNING: --nv: no NVIDIA driver"), std::string::npos) << r.err;
+}
+
+TEST(NvExec, NvccliWithoutTheToolIsAClearError) {
+  if (!test::run_process({"sh", "-c", "command -v nvidia-container-cli"}).out.empty())
+    GTEST_SKIP() << "nvidia-container-cli is installed here";
+  auto r = capsa(exec({"--nvccli"}, "true"), {"PATH=/usr/sbin:/usr/bin:/sbin:/bin"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("nvidia-container-cli"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("libnvidia-container-tools"), std::string::npos) << r.err;
+  auto env = capsa(exec({}, "true"), {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "APPTAINER_NVCCLI=1"});
+  EXPECT_NE(env.err.find("libnvidia-container-tools"), std::string::npos) << env.err;
+}
+
+}  // namespace
+}  // namespace capsa::runtime::gpu
