@@ -14,8 +14,8 @@ nvcc="${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}"
 root="$out/cuda-rootfs"
 rm -rf "$root"
 mkdir -p "$root/bin" "$root/usr/bin" "$root/etc" "$root/tmp"
-# sm_70..sm_90 plus PTX, so the driver can JIT for newer GPUs.
-"$nvcc" -O2 -cudart static -gencode arch=compute_70,code=sm_70 -gencode arch=compute_80,code=sm_80 \
+# sm_75..sm_90 plus PTX (CUDA 13 dropped sm_70), so the driver can JIT for newer GPUs.
+"$nvcc" -O2 -cudart static -gencode arch=compute_75,code=sm_75 -gencode arch=compute_80,code=sm_80 \
   -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \
   -o "$root/usr/bin/vector-add" "$here/vector_add.cu"
 ldd "$root/usr/bin/vector-add" | awk '/=>/ {print $3} /^\t\// {print $1}' | while read -r lib; do

@@ -126,5 +126,24 @@ TEST(NvExec, NvccliWithoutTheToolIsAClearError) {
   EXPECT_NE(env.err.find("libnvidia-container-tools"), std::string::npos) << env.err;
 }
 
+// nvidia-container-cli is not installable here: a stand-in records how capsa calls it and
+// writes into the root it is given, which the container must then see.
+TEST(NvExec, NvccliConfiguresTheRootBeforeEntering) {
+  test::TempDir dir;
+  std::string bin = dir / "bin";
+  test::run_process({"mkdir", "-p", bin});
+  dir.write("bin/nvidia-container-cli",
+            "#!/bin/sh\nfor root; do :; done\necho \"$*\" > \"$root/nvccli-args\"\n");
+  test::run_process({"chmod", "755", bin + "/nvidia-container-cli"});
+  auto r = capsa(exec({"--nvccli"}, "cat /nvccli-args; echo $NVIDIA_VISIBLE_DEVICES"),
+                 {"PATH=" + bin + ":/usr/sbin:/usr/bin:/sbin:/bin"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::string user = ::geteuid() == 0 ? "" : "--user ";
+  EXPECT_EQ(r.out.substr(0, r.out.find('\n')).rfind(user + "configure --no-cgroups --device=all --compute --utility", 0), 0u)
+      << r.out;
+  auto contained = capsa(exec({"--nvccli", "--contain"}, "cat /nvccli-args"), {"PATH=" + bin + ":/usr/sbin:/usr/bin:/sbin:/bin"});
+  EXPECT_EQ(contained.out.find("--device"), std::string::npos) << contained.out << contained.err;
+}
+
 }  // namespace
 }  // namespace capsa::runtime::gpu
