@@ -77,8 +77,7 @@ constexpr const char* kGpuLibraryPath =
     "case \":${LD_LIBRARY_PATH:-}:\" in *:/.singularity.d/libs:*) ;; "
     "*) LD_LIBRARY_PATH=\"${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}/.singularity.d/libs\" ;; esac\n"
     "if [ \"$LD_LIBRARY_PATH\" = /.singularity.d/libs ] && command -v ldconfig >/dev/null 2>&1; then\n"
-    "  for capsa_dir in $(ldconfig -Nv 2>/dev/null | sed -n 's,^\\(/[^:]*\\):.*,\\1,p'); do\n"
-    "    LD_LIBRARY_PATH=\"$capsa_dir:$LD_LIBRARY_PATH\"; done; unset capsa_dir\n"
+    "  LD_LIBRARY_PATH=\"$(ldconfig -Nv 2>/dev/null | sed -n 's,^\\(/[^:]*\\):.*,\\1,p' | tr '\\n' :)$LD_LIBRARY_PATH\"\n"
     "fi\n"
     "export LD_LIBRARY_PATH\n";
 
@@ -115,16 +114,18 @@ std::string host_path() {
   return path ? path : "/usr/bin:/bin";
 }
 
-// GPU selection goes through even with --cleanenv (Apptainer: NVIDIA_* come from the host);
-// a shell-less image gets /.singularity.d/libs from here, as no script runs.
+// GPU selection goes through even with --cleanenv (Apptainer: NVIDIA_* come from the host).
 void pass_gpu_selection(const EnvMap& host, ComposedEnvironment& env) {
   for (const char* name : {"NVIDIA_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES"})
     if (auto it = host.find(name); it != host.end() && !env.process.count(name)) env.process[name] = it->second;
-  if (!env.process.count("LD_LIBRARY_PATH")) env.process["LD_LIBRARY_PATH"] = gpu::kLibsDir;
 }
 
 [[noreturn]] void exec_in_container(const ActionRequest& r, const ComposedEnvironment& env) {
-  std::vector<std::string> envp_strings = to_envp(env.process);
+  EnvMap process = env.process;
+  // No shell, so no script appends the driver libraries: they are the whole path.
+  if ((r.nv || r.nvccli) && ::access("/bin/sh", X_OK) != 0 && !process.count("LD_LIBRARY_PATH"))
+    process["LD_LIBRARY_PATH"] = gpu::kLibsDir;
+  std::vector<std::string> envp_strings = to_envp(process);
   std::vector<char*> envp;
   for (auto& s : envp_strings) envp.push_back(s.data());
   envp.push_back(nullptr);

@@ -45,6 +45,24 @@ TEST(NvExec, LibrariesToolsAndLibraryPathAreThere) {
   // (The host's own Mesa/glvnd libGL*, libEGL* match the list too and are bound, as Apptainer does.)
 }
 
+// Apptainer 1.5+: when the path is only the driver libraries, the image's own library
+// directories (its ldconfig -Nv list) go first, so its copies win. The image here is a
+// sandbox copy of the fixture's root with an ldconfig stand-in printing two directories.
+TEST(NvExec, TheImagesLibraryDirectoriesComeFirst) {
+  test::TempDir dir;
+  std::string root = dir / "root";
+  ASSERT_EQ(test::run_process({"cp", "-a", fake_nvidia("rootfs"), root}).exit_code, 0);
+  test::run_process({"mkdir", "-p", root + "/sbin"});
+  dir.write("root/sbin/ldconfig",
+            "#!/bin/sh\necho '/usr/local/lib: (from /etc/ld.so.conf.d/local.conf:1)'\n"
+            "printf '\\tlibx.so.1 -> libx.so.1\\n'\necho '/lib/x86_64-linux-gnu: (from <builtin>:0)'\n");
+  test::run_process({"chmod", "755", root + "/sbin/ldconfig"});
+  auto r = capsa({"exec", "--nv", root, "sh", "-c", "echo $LD_LIBRARY_PATH"});
+  EXPECT_EQ(r.out, "/usr/local/lib:/lib/x86_64-linux-gnu:/.singularity.d/libs\n") << r.err;
+  auto injected = capsa({"exec", "--nv", "--env", "LD_LIBRARY_PATH=/opt/lib", root, "sh", "-c", "echo $LD_LIBRARY_PATH"});
+  EXPECT_EQ(injected.out, "/opt/lib:/.singularity.d/libs\n") << injected.err;
+}
+
 TEST(NvExec, AProgramLinkedAgainstLibcudaLoadsIt) {
   auto r = capsa(exec({"--nv"}, "cuda-hello"));
   EXPECT_EQ(r.exit_code, 0) << r.err;
