@@ -186,7 +186,9 @@ void apply_step(int root_fd, const std::string& session, const MountStep& step) 
       break;
     }
     case MountStep::Kind::Tmpfs:
-      if (::mount("tmpfs", where.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") != 0)
+      // /dev is not sticky: the kernel refuses O_CREAT opens (`> /dev/null`) of device
+      // nodes another user owns in a sticky world-writable directory (may_create_in_sticky).
+      if (::mount("tmpfs", where.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, step.target == "/dev" ? "mode=0755" : "mode=1777") != 0)
         throw_errno("mounting a tmpfs at " + step.target);
       break;
     case MountStep::Kind::SessionFile: {
