@@ -22,6 +22,17 @@ TEST(LdsoCache, ReadsTheEntriesLdconfigWrote) {
   EXPECT_FALSE(find(entries, "libc.so.6").empty());  // the default directories are in it too
 }
 
+// A hand-made cache (the fuzz seed, which `ldconfig -p -C` lists as 3 libraries): only
+// the x86-64 libc6 entries are this process's; the plain libc6 (32-bit) one is not.
+TEST(LdsoCache, OnlyEntriesOfOurOwnAbiAreTaken) {
+  auto entries = parse_ldso_cache(
+      test::read_file(std::string(CAPSA_TEST_SOURCE_DIR) + "/tests/fuzz/corpus/ldso_cache/three-entries"));
+  ASSERT_EQ(entries.size(), 2u);
+  EXPECT_EQ(entries[0].name, "libcuda.so.1");
+  EXPECT_EQ(entries[0].path, "/usr/lib/x86_64-linux-gnu/libcuda.so.1");
+  EXPECT_EQ(entries[1].path, "/lib/x86_64-linux-gnu/libc.so.6");
+}
+
 TEST(LdsoCache, ReadsTheHostsCache) {
   auto entries = parse_ldso_cache(test::read_file("/etc/ld.so.cache"));
   EXPECT_FALSE(find(entries, "libc.so.6").empty());
