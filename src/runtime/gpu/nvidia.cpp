@@ -32,15 +32,22 @@ void add_libraries(const std::vector<std::string>& prefixes, const std::vector<C
   std::set<std::string> seen;
   for (const std::string& prefix : prefixes)
     for (const CacheEntry& entry : cache)
-      if (starts_with(entry.name, prefix) && entry.name.find('/') == std::string::npos && seen.insert(entry.name).second &&
-          ::access(entry.path.c_str(), R_OK) == 0) {
+      if (starts_with(entry.name, prefix) && entry.name.find('/') == std::string::npos && starts_with(entry.path, "/") &&
+          seen.insert(entry.name).second && ::access(entry.path.c_str(), R_OK) == 0) {
         plan.steps.push_back(read_only_file(entry.path, std::string(kLibsDir) + "/" + entry.name));
         ++plan.libraries;
       }
 }
 
+// Real caches are well under a megabyte; the limit keeps a wrong CAPSA_LDSO_CACHE
+// (a device, a huge file) from hanging or exhausting memory.
+constexpr off_t kMaxCacheSize = 64 << 20;
+
 std::vector<CacheEntry> read_cache(const std::string& path, NvidiaPlan& plan) {
   try {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) throw_errno("stat");
+    if (!S_ISREG(st.st_mode) || st.st_size > kMaxCacheSize) throw FormatError("not a regular file under 64 MiB");
     return parse_ldso_cache(read_whole_file(path));
   } catch (const Error& e) {
     plan.warnings.push_back("cannot read the ld.so cache " + path + " (" + e.what() + "): no NVIDIA libraries bound");
@@ -106,7 +113,7 @@ NvidiaPlan plan_nvidia(const NvidiaRequest& r) {
   if (::access("/var/run/nvidia-persistenced/socket", F_OK) == 0)
     plan.steps.push_back(read_only_file("/var/run/nvidia-persistenced/socket", "/var/run/nvidia-persistenced/socket"));
   if (r.contain) add_devices(r.dev_dir, plan);
-  if (plan.libraries == 0 && programs == 0)
+  if (plan.libraries == 0 && programs == 0 && plan.warnings.empty())  // one warning, not two
     plan.warnings.push_back("--nv: no NVIDIA driver libraries or programs found on this host; running without them");
   return plan;
 }
