@@ -31,6 +31,8 @@ struct ActionFlags {
   bool cleanenv = false;
   bool no_home = false;
   bool writable_tmpfs = false;
+  bool nv = false;
+  bool nvccli = false;
   bool userns = false;
   bool debug = false;
   bool quiet = false;
@@ -68,6 +70,8 @@ runtime::ActionRequest request_from(const std::string& action, const ActionFlags
   r.env_args = f.env;
   r.env_files = f.env_files;
   if (auto files = env_value("ENV_FILE")) r.env_files.insert(r.env_files.begin(), *files);
+  r.nv = f.nv || env_flag("NV");
+  r.nvccli = f.nvccli || env_flag("NVCCLI");
   r.debug = f.debug;
   return r;
 }
@@ -88,6 +92,8 @@ void add_action(CLI::App& app, const std::string& name, const std::string& descr
   cmd->add_option("-H,--home", flags->home, "Home directory: SRC[:DEST]");
   cmd->add_option("--pwd,--cwd", flags->pwd, "Working directory inside the container");
   cmd->add_option("-W,--workdir", flags->workdir, "Host directory backing /tmp and /var/tmp (and home with --contain)");
+  cmd->add_flag("--nv", flags->nv, "Bring in the host's NVIDIA driver, tools and devices (also APPTAINER_NV)");
+  cmd->add_flag("--nvccli", flags->nvccli, "Set up the NVIDIA driver with nvidia-container-cli (also APPTAINER_NVCCLI)");
   cmd->add_flag("--writable-tmpfs", flags->writable_tmpfs, "Let the container write, to a 64 MiB tmpfs discarded at exit");
   cmd->add_flag("-u,--userns", flags->userns, "Run in a user namespace (capsa always does unless run by root)");
   cmd->add_flag("-d,--debug", flags->debug, "Print the mount plan");

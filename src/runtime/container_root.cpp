@@ -186,7 +186,9 @@ void apply_step(int root_fd, const std::string& session, const MountStep& step) 
       break;
     }
     case MountStep::Kind::Tmpfs:
-      if (::mount("tmpfs", where.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") != 0)
+      // /dev is not sticky: the kernel refuses O_CREAT opens (`> /dev/null`) of device
+      // nodes another user owns in a sticky world-writable directory (may_create_in_sticky).
+      if (::mount("tmpfs", where.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, step.target == "/dev" ? "mode=0755" : "mode=1777") != 0)
         throw_errno("mounting a tmpfs at " + step.target);
       break;
     case MountStep::Kind::SessionFile: {
@@ -225,7 +227,8 @@ std::string read_image_file(const std::string& image_root, const std::string& pa
 }
 
 void build_root_and_enter(const RootLayout& layout, const std::vector<MountStep>& plan,
-                          const std::vector<std::pair<std::string, std::string>>& session_files) {
+                          const std::vector<std::pair<std::string, std::string>>& session_files,
+                          const std::function<void(const std::string& root)>& before_enter) {
   const std::string image = layout.session + "/image";
   const std::string points = layout.session + "/points";
   const std::string root = layout.session + "/root";
@@ -250,6 +253,7 @@ void build_root_and_enter(const RootLayout& layout, const std::vector<MountStep>
   UniqueFd root_fd = open_file(root, O_PATH | O_DIRECTORY);
   for (const MountStep& step : steps) apply_step(root_fd.get(), layout.session, step);
   root_fd.reset();
+  if (before_enter) before_enter(root);  // --nvccli configures the mounted root here
   enter_root(root);
 }
 

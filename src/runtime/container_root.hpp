@@ -6,6 +6,7 @@
 //   session/root    overlay of points over image (over upper), then every MountStep
 // then pivot_root into session/root. Every target is resolved inside the new root, so a
 // symlink in the image can never redirect a mount onto the host.
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -23,7 +24,8 @@ struct RootLayout {
 // source name to its contents (passwd, group). Leaves the process inside the new root
 // with "/" as its working directory.
 void build_root_and_enter(const RootLayout& layout, const std::vector<MountStep>& steps,
-                          const std::vector<std::pair<std::string, std::string>>& session_files);
+                          const std::vector<std::pair<std::string, std::string>>& session_files,
+                          const std::function<void(const std::string& root)>& before_enter = {});
 
 // Reads a small file of the image at `path` (resolved inside `image_root`); "" when absent.
 std::string read_image_file(const std::string& image_root, const std::string& path);

@@ -8,11 +8,14 @@
 #include <unistd.h>
 
 #include <climits>
+#include <functional>
 #include <cstdlib>
 #include <iostream>
 
 #include "runtime/container_root.hpp"
 #include "runtime/environment.hpp"
+#include "runtime/gpu/nvccli.hpp"
+#include "runtime/gpu/nvidia.hpp"
 #include "runtime/identity_files.hpp"
 #include "runtime/image_mount.hpp"
 #include "runtime/mount_plan.hpp"
@@ -66,10 +69,23 @@ SquashfsLocation locate_squashfs(const std::string& path) {
   return {path, static_cast<std::uint64_t>(primary->offset), static_cast<std::uint64_t>(primary->size)};
 }
 
-std::string action_script(const std::string& action, const std::string& injection) {
+// With --nv, /.singularity.d/libs ends LD_LIBRARY_PATH (the image's 99-base.sh appends it;
+// images without one get it here, also after an injected LD_LIBRARY_PATH). When it is the
+// only entry, the container's own library directories (its `ldconfig -Nv` list) go first
+// so that its libraries win over same-named host ones, as Apptainer 1.5+ does (§3.4).
+constexpr const char* kGpuLibraryPath =
+    "case \":${LD_LIBRARY_PATH:-}:\" in *:/.singularity.d/libs:*) ;; "
+    "*) LD_LIBRARY_PATH=\"${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}/.singularity.d/libs\" ;; esac\n"
+    "if [ \"$LD_LIBRARY_PATH\" = /.singularity.d/libs ] && command -v ldconfig >/dev/null 2>&1; then\n"
+    "  LD_LIBRARY_PATH=\"$(ldconfig -Nv 2>/dev/null | sed -n 's,^\\(/[^:]*\\):.*,\\1,p' | tr '\\n' :)$LD_LIBRARY_PATH\"\n"
+    "fi\n"
+    "export LD_LIBRARY_PATH\n";
+
+std::string action_script(const std::string& action, const std::string& injection, bool gpu_libraries) {
   std::string script =
       "for capsa_env in /.singularity.d/env/*.sh; do [ -f \"$capsa_env\" ] && . \"$capsa_env\"; done\n"
       "unset capsa_env\n" + injection;
+  if (gpu_libraries) script += kGpuLibraryPath;
   if (action == "exec") {
     script += "exec \"$@\"\n";
   } else if (action == "run") {
@@ -93,15 +109,30 @@ std::string action_script(const std::string& action, const std::string& injectio
   return script;
 }
 
+std::string host_path() {
+  const char* path = std::getenv("PATH");
+  return path ? path : "/usr/bin:/bin";
+}
+
+// GPU selection goes through even with --cleanenv (Apptainer: NVIDIA_* come from the host).
+void pass_gpu_selection(const EnvMap& host, ComposedEnvironment& env) {
+  for (const char* name : {"NVIDIA_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES"})
+    if (auto it = host.find(name); it != host.end() && !env.process.count(name)) env.process[name] = it->second;
+}
+
 [[noreturn]] void exec_in_container(const ActionRequest& r, const ComposedEnvironment& env) {
-  std::vector<std::string> envp_strings = to_envp(env.process);
+  EnvMap process = env.process;
+  // No shell, so no script appends the driver libraries: they are the whole path.
+  if ((r.nv || r.nvccli) && ::access("/bin/sh", X_OK) != 0 && !process.count("LD_LIBRARY_PATH"))
+    process["LD_LIBRARY_PATH"] = gpu::kLibsDir;
+  std::vector<std::string> envp_strings = to_envp(process);
   std::vector<char*> envp;
   for (auto& s : envp_strings) envp.push_back(s.data());
   envp.push_back(nullptr);
 
   std::vector<std::string> argv_strings;
   if (::access("/bin/sh", X_OK) == 0) {
-    argv_strings = {"/bin/sh", "-c", action_script(r.action, injection_script(env.injected)), r.action};
+    argv_strings = {"/bin/sh", "-c", action_script(r.action, injection_script(env.injected), r.nv || r.nvccli), r.action};
     argv_strings.insert(argv_strings.end(), r.args.begin(), r.args.end());
   } else if (r.action == "exec" && !r.args.empty()) {
     // No shell in the image (distroless): no environment scripts, the command itself.
@@ -151,6 +182,18 @@ void launch(const ActionRequest& r) {
   mounts.no_home = r.no_home;
   mounts.workdir = r.workdir;
   std::vector<MountStep> plan = plan_mounts(mounts);
+  bool writable_tmpfs = r.writable_tmpfs;
+  std::function<void(const std::string&)> before_enter;
+  if (r.nvccli) {
+    // nvidia-container-cli writes the driver into the root: it needs a writable one.
+    gpu::NvccliRequest nvccli = gpu::nvccli_request(gpu::require_nvidia_container_cli(host_path()), r.contain, !privileged);
+    writable_tmpfs = true;
+    before_enter = [nvccli](const std::string& root) { gpu::configure_root_with_nvccli(nvccli, root); };
+  } else if (r.nv) {
+    gpu::NvidiaPlan nvidia = gpu::plan_nvidia(gpu::host_nvidia_request(r.contain));
+    plan.insert(plan.end(), nvidia.steps.begin(), nvidia.steps.end());
+    for (const auto& warning : nvidia.warnings) std::cerr << "WARNING: " << warning << "\n";
+  }
   if (r.debug) std::cerr << "capsa: mount plan\n" << describe(plan);
 
   EnvRequest env_request;
@@ -165,6 +208,7 @@ void launch(const ActionRequest& r) {
   if (!r.shell.empty()) env_request.host["APPTAINER_SHELL"] = r.shell;
   ComposedEnvironment env = compose_environment(env_request);
   if (!r.shell.empty()) env.process["APPTAINER_SHELL"] = env.process["SINGULARITY_SHELL"] = r.shell;
+  if (r.nv || r.nvccli) pass_gpu_selection(env_request.host, env);
   for (const auto& warning : env.warnings) std::cerr << "WARNING: " << warning << "\n";
 
   const std::string session_point = session_mount_point();
@@ -185,7 +229,7 @@ void launch(const ActionRequest& r) {
   std::vector<std::pair<std::string, std::string>> files = {
       {"passwd", passwd_with_caller(read_image_file(image_root, "/etc/passwd"), account)},
       {"group", group_with_caller(read_image_file(image_root, "/etc/group"), account)}};
-  build_root_and_enter({session_point, r.writable_tmpfs, privileged}, plan, files);
+  build_root_and_enter({session_point, writable_tmpfs, privileged}, plan, files, before_enter);
 
   enter_working_directory(r.pwd.empty() ? mounts.cwd : r.pwd, !r.pwd.empty(), mounts.home_destination);
   exec_in_container(r, env);

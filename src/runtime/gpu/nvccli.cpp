@@ -1,0 +1,83 @@
+#include "runtime/gpu/nvccli.hpp"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+
+#include "runtime/gpu/nvidia.hpp"
+#include "util/error.hpp"
+
+namespace capsa::runtime::gpu {
+namespace {
+
+std::string host_env(const char* name) {
+  const char* value = std::getenv(name);
+  return value ? value : "";
+}
+
+}  // namespace
+
+std::string require_nvidia_container_cli(const std::string& host_path) {
+  std::string cli = find_on_path("nvidia-container-cli", host_path);
+  if (cli.empty())
+    throw Error("--nvccli needs nvidia-container-cli on PATH; install libnvidia-container-tools (or use --nv)");
+  return cli;
+}
+
+NvccliRequest nvccli_request(const std::string& cli, bool contain, bool user_namespace) {
+  NvccliRequest r;
+  r.cli = cli;
+  r.user_namespace = user_namespace;
+  r.visible_devices = host_env("NVIDIA_VISIBLE_DEVICES");
+  if (r.visible_devices.empty() && !contain) r.visible_devices = "all";
+  r.capabilities = host_env("NVIDIA_DRIVER_CAPABILITIES");
+  if (r.capabilities.empty()) r.capabilities = "compute,utility";
+  return r;
+}
+
+std::vector<std::string> nvccli_argv(const NvccliRequest& r, const std::string& rootfs) {
+  std::vector<std::string> argv = {r.cli};
+  if (r.user_namespace) argv.push_back("--user");
+  argv.insert(argv.end(), {"configure", "--no-cgroups"});
+  if (!r.visible_devices.empty() && r.visible_devices != "none" && r.visible_devices != "void")
+    argv.push_back("--device=" + r.visible_devices);
+  std::istringstream caps(r.capabilities);
+  for (std::string cap; std::getline(caps, cap, ',');)
+    if (cap == "all") {
+      for (const char* each : {"compute", "compat32", "graphics", "utility", "video", "display"})
+        argv.push_back(std::string("--") + each);
+    } else if (!cap.empty()) {
+      argv.push_back("--" + cap);
+    }
+  std::string ldconfig = find_on_path("ldconfig", "/sbin:/usr/sbin:/usr/bin:/bin");
+  if (!ldconfig.empty()) argv.push_back("--ldconfig=@" + ldconfig);
+  argv.push_back(rootfs);
+  return argv;
+}
+
+void configure_root_with_nvccli(const NvccliRequest& request, const std::string& rootfs) {
+  std::vector<std::string> args = nvccli_argv(request, rootfs);
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = ::fork();
+  if (pid < 0) throw_errno("starting nvidia-container-cli");
+  if (pid == 0) {
+    ::execv(argv[0], argv.data());
+    std::fprintf(stderr, "capsa: cannot run %s: %s\n", argv[0], std::strerror(errno));
+    ::_exit(127);
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) throw_errno("waiting for nvidia-container-cli");
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    throw Error("nvidia-container-cli configure failed (status " + std::to_string(status) +
+                "); see its message above");
+}
+
+}  // namespace capsa::runtime::gpu
