@@ -25,6 +25,7 @@
 #include "registry/options.hpp"
 #include "util/error.hpp"
 #include "util/fd.hpp"
+#include "util/interrupt.hpp"
 
 namespace capsa::pull {
 namespace {
@@ -88,6 +89,15 @@ std::unique_ptr<Session> open_session(const PullOptions& options, Progress& prog
   } else {
     session->cache = std::make_unique<cache::Cache>(cache::Cache::open_default());
   }
+  // A pull killed with SIGKILL (which no handler sees) leaves its scratch files in tmp/,
+  // possibly a whole squashfs; take them back before making new ones.
+  if (!options.disable_cache) {
+    try {
+      session->cache->sweep_temporaries();
+    } catch (const Error& e) {
+      progress.note(std::string("WARNING: could not remove stale temporaries: ") + e.what());
+    }
+  }
   return session;
 }
 
@@ -134,11 +144,16 @@ std::map<std::string, std::string> ensure_blobs(Session& s, const std::vector<oc
   if (targets.empty()) return paths;
 
   for (std::size_t i = 0; i < targets.size(); ++i) s.progress->start(labels[i], targets[i].size.value_or(0));
-  std::vector<bool> finished(targets.size(), false);
-  s.client->fetch_blobs(s.ref.repository, targets,
-                        [&](std::size_t index, std::uint64_t done, std::optional<std::uint64_t>) {
-                          s.progress->update(labels[index], done);
-                        });
+  try {
+    s.client->fetch_blobs(
+        s.ref.repository, targets,
+        [&](std::size_t index, std::uint64_t done, std::optional<std::uint64_t>) { s.progress->update(labels[index], done); },
+        &interrupt_flag());
+  } catch (const Error&) {
+    throw_if_interrupted();  // the transfers were cancelled by a signal, not by a fault
+    throw;
+  }
+  throw_if_interrupted();
   for (std::size_t i = 0; i < targets.size(); ++i) {
     s.progress->finish(labels[i]);
     locks[i].publish();
@@ -193,21 +208,34 @@ void produce_sif(Session& s, const std::string& top_digest, const std::string& s
     extras.push_back(std::move(entry));
   }
 
-  cache::TempItem squashfs = s.cache->make_temp(".squashfs");
+  // A scratch directory, not a scratch file: the converter and the SIF writer write through
+  // AtomicFile, whose own temporaries must lie under the item's lock, or a concurrent
+  // sweep_temporaries() would take them for garbage; and a SIGKILL leaves them where the
+  // next sweep removes them.
+  cache::TempItem scratch = s.cache->make_temp(".convert");
+  if (::mkdir(scratch.path().c_str(), 0700) != 0) throw_errno("creating " + scratch.path());
+  const std::string squashfs_path = scratch.path() + "/image.squashfs";
+  const std::string scratch_sif = scratch.path() + "/image.sif";
   convert::ConvertOptions convert_options;
   convert_options.compressor = options.compressor;
   const std::string task = "converting to squashfs";
   s.progress->start(task, total);
-  convert_options.progress = [&](const convert::Progress& p) { s.progress->update(task, p.input_bytes_done); };
-  convert::ConversionResult converted = convert::layers_to_squashfs(layers, extras, squashfs.path(), convert_options);
+  convert_options.progress = [&](const convert::Progress& p) {
+    throw_if_interrupted();  // unwinding removes the temporary squashfs
+    s.progress->update(task, p.input_bytes_done);
+  };
+  convert::ConversionResult converted = convert::layers_to_squashfs(layers, extras, squashfs_path, convert_options);
   s.progress->finish(task);
   for (const auto& warning : converted.warnings) s.warn(warning);
 
   image::PulledSifParts parts;
-  parts.squashfs_path = squashfs.path();
+  parts.squashfs_path = squashfs_path;
   parts.source = source;
   parts.reproducible = convert::source_date_epoch_from_environment().has_value();
-  image::write_pulled_sif(sif_path, parts);
+  throw_if_interrupted();
+  image::write_pulled_sif(scratch_sif, parts);
+  throw_if_interrupted();  // before the cache publishes the entry
+  if (::rename(scratch_sif.c_str(), sif_path.c_str()) != 0) throw_errno("renaming " + scratch_sif + " to " + sif_path);
 }
 
 std::string output_path_for(const PullOptions& options, const reference::ImageReference& ref) {
@@ -232,7 +260,16 @@ cache::EntryUse sif_entry(Session& s, const PullOptions& options, std::string& t
       key,
       [&](cache::ProducerLock& lock) {
         from_cache = false;
-        produce_sif(s, top_digest, lock.partial_path(), options);
+        try {
+          produce_sif(s, top_digest, lock.partial_path(), options);
+        } catch (...) {
+          try {
+            lock.discard_partial();  // a half-written SIF cannot be resumed, unlike a blob
+          } catch (const Error&) {
+            // the next producer truncates it anyway; the original failure is what matters
+          }
+          throw;
+        }
       },
       {.timeout = std::nullopt, .on_wait = [&](const cache::Key&, const std::string& holder) {
          s.progress->note("waiting for " + (holder.empty() ? std::string("another process") : holder) +
@@ -250,6 +287,7 @@ PullResult pull(const PullOptions& options, Progress& progress) {
   return with_context("pull docker://" + s.ref.to_string(), [&] {
     refuse_existing(result.output_path, options.force);
     cache::EntryUse entry = sif_entry(s, options, result.manifest_digest, result.from_cache);
+    throw_if_interrupted();
     cache::materialize(entry.fd(), result.output_path, 0755, options.force);
     result.warnings = s.warnings;
     return result;
@@ -277,13 +315,14 @@ std::string cached_sif_in_subprocess(const PullOptions& options, Progress::Mode 
   if (pid == 0) {
     read_end.reset();
     int status = 0;
+    install_interrupt_handlers();  // the child cleans up its temporaries; the parent just waits
     try {
       Progress progress(progress_mode);
       std::string path = cached_sif(options, progress);
       write_all(write_end.get(), std::span(reinterpret_cast<const std::uint8_t*>(path.data()), path.size()));
     } catch (const std::exception& e) {
       std::fprintf(stderr, "capsa: error: %s\n", e.what());
-      status = 1;
+      status = interrupt_signal() != 0 ? 128 + interrupt_signal() : 1;
     }
     std::fflush(nullptr);
     ::_exit(status);
