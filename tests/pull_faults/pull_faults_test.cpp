@@ -278,7 +278,8 @@ TEST_F(PullFaults, KillNineDuringConversionThenTheRerunConvertsWithoutDownloadin
 }
 
 TEST_F(PullFaults, AStalledRegistryIsAbandonedAndTheBlobResumed) {
-  proxy.configure({{"stall", {{"after_bytes", 100000}, {"count", 1}, {"seconds", 30}}}});
+  // count 2: the config blob (smaller than 100000 bytes) may take one stall and still arrive whole.
+  proxy.configure({{"stall", {{"after_bytes", 100000}, {"count", 2}, {"seconds", 30}}}});
   auto result = pull(kBusybox, {"CAPSA_REGISTRY_STALL_SECONDS=1"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   expect_valid_output();
@@ -342,26 +343,31 @@ TEST_F(PullFaults, ACorruptBlobIsRetriedOnceThenRefusedAndNotCached) {
   expect_no_output();
 }
 
-// The cache on a tmpfs of 64 KiB, in a private mount namespace (unshare -rm also works
-// unprivileged where user namespaces are allowed); then the tmpfs grows and the pull is re-run.
+// The cache on a tmpfs in a private mount namespace (unshare -rm also works unprivileged
+// where user namespaces are allowed), filled up to its last 64 KiB by another file; then
+// that file is removed and the pull is re-run. (A remount to grow the tmpfs is refused
+// inside a user namespace.)
 TEST_F(PullFaults, AFullDiskGivesAClearErrorAndTheRerunWithSpaceSucceeds) {
   const std::string script = R"(
-    mount -t tmpfs -o size=64k tmpfs "$CAPSA_CACHEDIR" || exit 99
+    mount -t tmpfs -o size=8m tmpfs "$3" || exit 99
+    head -c $((8 * 1024 * 1024 - 64 * 1024)) /dev/zero > "$3/filler"
+    export CAPSA_CACHEDIR="$3/cache"
     "$0" pull -q --nohttps "$1" "$2"; echo "first=$?"
     echo "entries:"; find "$CAPSA_CACHEDIR" \( -name '*.sif*' -o -name '*.squashfs*' \) ! -name '*.lock' | sort
-    mount -o remount,size=256m "$CAPSA_CACHEDIR"
+    rm "$3/filler"
     "$0" pull -q --nohttps "$1" "$2"; echo "second=$?"
     echo "listing:"; "$0" cache list
   )";
-  fs::create_directories(cache);
-  auto result = run_process({"env", "CAPSA_CACHEDIR=" + cache, "unshare", "-rm", "sh", "-c", script, test::capsa_binary(),
-                             out, image(kBusybox)},
+  const std::string small_fs = work / "small-fs";
+  fs::create_directories(small_fs);
+  auto result = run_process({"unshare", "-rm", "sh", "-c", script, test::capsa_binary(), out, image(kBusybox), small_fs},
                             "", 300);
   if (result.exit_code == 99 || result.err.find("unshare failed") != std::string::npos)
     GTEST_SKIP() << "cannot mount a tmpfs in a user namespace here: " << result.err;
   EXPECT_NE(result.out.find("first=1"), std::string::npos) << result.out << result.err;
   EXPECT_NE(result.err.find("No space left on device"), std::string::npos) << result.err;
-  EXPECT_NE(result.err.find(cache), std::string::npos) << "the error names the path: " << result.err;
+  EXPECT_NE(result.err.find(small_fs + "/cache/"), std::string::npos) << "the error names the path: " << result.err;
+  EXPECT_EQ(count_lines_with(result.err, "capsa: error"), 1) << result.err;
   EXPECT_NE(result.out.find("entries:\nsecond="), std::string::npos) << "no SIF or squashfs left in the cache: " << result.out;
   EXPECT_NE(result.out.find("second=0"), std::string::npos) << result.out << result.err;
   expect_valid_output();
