@@ -241,6 +241,25 @@ TEST_F(PullFaults, SigintMidBlobExits130AndLeavesNothingButResumableBlobs) {
   EXPECT_TRUE(resumed) << "the re-run resumes with Range";
 }
 
+TEST_F(PullFaults, SigintWhileWaitingForAnotherPullStopsOnlyTheWaiter) {
+  proxy.configure({{"throttle", {{"bytes_per_second", 2 << 20}}}});
+  Background downloader(capsa_argv({"pull", "-q", "--nohttps", out, image(kDebian)}), work / "downloader.err");
+  ASSERT_TRUE(eventually([&] { return largest_partial_blob() > (256u << 10); })) << "no blob download started";
+  const std::string second_out = work / "second.sif";
+  Background waiter(capsa_argv({"pull", "--nohttps", second_out, image(kDebian)}), work / "waiter.err");
+  auto waiter_says = [&] { return fs::exists(work / "waiter.err") ? test::read_file(work / "waiter.err") : ""; };
+  ASSERT_TRUE(eventually([&] { return waiter_says().find("waiting for") != std::string::npos; })) << waiter_says();
+  waiter.signal(SIGINT);
+  ProcessResult stopped = waiter.wait();
+  EXPECT_EQ(stopped.exit_code, 130) << stopped.err;
+  EXPECT_FALSE(fs::exists(second_out));
+  const std::uintmax_t before = largest_partial_blob();
+  EXPECT_TRUE(eventually([&] { return largest_partial_blob() > before; }, 10)) << "the downloader carries on";
+  downloader.signal(SIGINT);
+  EXPECT_EQ(downloader.wait().exit_code, 130);
+  expect_no_output();
+}
+
 TEST_F(PullFaults, SigtermDuringConversionRemovesTheTemporarySquashfs) {
   ASSERT_EQ(pull(kDebian).exit_code, 0);  // blobs cached; xz below makes the conversion slow enough to hit
   fs::remove(out);
