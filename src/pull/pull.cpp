@@ -1,6 +1,8 @@
 #include "pull/pull.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -310,12 +312,17 @@ std::string cached_sif_in_subprocess(const PullOptions& options, Progress::Mode 
   if (::pipe2(fds, O_CLOEXEC) != 0) throw_errno("pipe");
   UniqueFd read_end(fds[0]), write_end(fds[1]);
   std::fflush(nullptr);
+  const pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) throw_errno("fork");
   if (pid == 0) {
     read_end.reset();
     int status = 0;
     install_interrupt_handlers();  // the child cleans up its temporaries; the parent just waits
+    // A signal sent to the parent alone (kill PID) ends it; the pull must not carry on
+    // orphaned, so it is told with SIGTERM and unwinds like after Ctrl-C.
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != parent) ::_exit(128 + SIGTERM);  // the parent died before prctl
     try {
       Progress progress(progress_mode);
       std::string path = cached_sif(options, progress);

@@ -112,6 +112,20 @@ int count_lines_with(const std::string& text, const std::string& needle) {
   return count;
 }
 
+// Processes (other than this one) whose environment names `needle` (readable for one's own processes).
+int processes_with_environment(const std::string& needle) {
+  int found = 0;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator("/proc", ec)) {
+    const std::string pid = entry.path().filename().string();
+    if (pid.find_first_not_of("0123456789") != std::string::npos || pid == std::to_string(::getpid())) continue;
+    std::ifstream environ(entry.path() / "environ", std::ios::binary);
+    std::string content((std::istreambuf_iterator<char>(environ)), std::istreambuf_iterator<char>());
+    if (content.find(needle) != std::string::npos) ++found;
+  }
+  return found;
+}
+
 class PullFaults : public ::testing::Test {
  protected:
   TempDir work;
@@ -258,6 +272,19 @@ TEST_F(PullFaults, SigintWhileWaitingForAnotherPullStopsOnlyTheWaiter) {
   downloader.signal(SIGINT);
   EXPECT_EQ(downloader.wait().exit_code, 130);
   expect_no_output();
+}
+
+// `exec docker://` pulls in a child process; killing only the parent must not leave it running.
+TEST_F(PullFaults, ExecDockerKilledMidPullLeavesNoProcessAndNoScratch) {
+  proxy.configure({{"throttle", {{"bytes_per_second", 2 << 20}}}});
+  Background exec(capsa_argv({"exec", image(kDebian), "true"}, {"APPTAINER_NOHTTPS=1"}), work / "exec.err");
+  ASSERT_TRUE(eventually([&] { return largest_partial_blob() > (256u << 10); })) << "no blob download started";
+  exec.signal(SIGTERM);
+  EXPECT_EQ(exec.wait().signal, SIGTERM);
+  EXPECT_TRUE(eventually([&] { return processes_with_environment("CAPSA_CACHEDIR=" + cache) == 0; }, 5))
+      << "the pulling child outlived its parent";
+  EXPECT_EQ(scratch_files(), (std::map<std::string, std::uintmax_t>{}));
+  EXPECT_FALSE(with_suffix(files_in(blobs()), ".partial").empty()) << "partial blobs are kept for a resume";
 }
 
 TEST_F(PullFaults, SigtermDuringConversionRemovesTheTemporarySquashfs) {
