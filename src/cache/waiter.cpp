@@ -4,10 +4,12 @@
 #include <thread>
 
 #include "util/error.hpp"
+#include "util/interrupt.hpp"
 
 namespace capsa::cache {
 
 void Waiter::pause() {
+  throw_if_interrupted();  // Ctrl-C must not wait for another process to finish
   if (!announced_) {
     announced_ = true;
     if (options_.on_wait) options_.on_wait(key_, read_lock_holder(lock_path_));

@@ -1,4 +1,5 @@
 // `capsa pull [OUTPUT.sif] docker://REF`: flags and environment as `apptainer pull`.
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 
@@ -7,6 +8,7 @@
 #include "oci/platform.hpp"
 #include "pull/pull.hpp"
 #include "util/error.hpp"
+#include "util/interrupt.hpp"
 
 namespace capsa::cli {
 namespace {
@@ -81,7 +83,17 @@ void add_pull_command(CLI::App& app) {
   cmd->callback([flags, &app] {
     bool quiet = flags->quiet || app.get_option("--quiet")->count() > 0;
     Progress progress(Progress::detect_mode(quiet, 2));
-    pull::PullResult result = pull::pull(options_from(*flags), progress);
+    install_interrupt_handlers();
+    pull::PullResult result;
+    try {
+      result = pull::pull(options_from(*flags), progress);
+    } catch (const Error& e) {
+      if (interrupt_signal() == 0) throw;
+      // Everything is unwound by now (temporaries removed, locks released): exit as a
+      // shell expects of a command stopped by a signal.
+      std::cerr << "capsa: " << e.what() << "; nothing was written, run again to resume\n";
+      std::exit(128 + interrupt_signal());
+    }
     if (!quiet) std::cerr << (result.from_cache ? "Using cached image: " : "Wrote ") << result.output_path << "\n";
   });
 }

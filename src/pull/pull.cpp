@@ -1,6 +1,8 @@
 #include "pull/pull.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -25,6 +27,7 @@
 #include "registry/options.hpp"
 #include "util/error.hpp"
 #include "util/fd.hpp"
+#include "util/interrupt.hpp"
 
 namespace capsa::pull {
 namespace {
@@ -88,6 +91,15 @@ std::unique_ptr<Session> open_session(const PullOptions& options, Progress& prog
   } else {
     session->cache = std::make_unique<cache::Cache>(cache::Cache::open_default());
   }
+  // A pull killed with SIGKILL (which no handler sees) leaves its scratch files in tmp/,
+  // possibly a whole squashfs; take them back before making new ones.
+  if (!options.disable_cache) {
+    try {
+      session->cache->sweep_temporaries();
+    } catch (const Error& e) {
+      progress.note(std::string("WARNING: could not remove stale temporaries: ") + e.what());
+    }
+  }
   return session;
 }
 
@@ -134,11 +146,16 @@ std::map<std::string, std::string> ensure_blobs(Session& s, const std::vector<oc
   if (targets.empty()) return paths;
 
   for (std::size_t i = 0; i < targets.size(); ++i) s.progress->start(labels[i], targets[i].size.value_or(0));
-  std::vector<bool> finished(targets.size(), false);
-  s.client->fetch_blobs(s.ref.repository, targets,
-                        [&](std::size_t index, std::uint64_t done, std::optional<std::uint64_t>) {
-                          s.progress->update(labels[index], done);
-                        });
+  try {
+    s.client->fetch_blobs(
+        s.ref.repository, targets,
+        [&](std::size_t index, std::uint64_t done, std::optional<std::uint64_t>) { s.progress->update(labels[index], done); },
+        &interrupt_flag());
+  } catch (const Error&) {
+    throw_if_interrupted();  // the transfers were cancelled by a signal, not by a fault
+    throw;
+  }
+  throw_if_interrupted();
   for (std::size_t i = 0; i < targets.size(); ++i) {
     s.progress->finish(labels[i]);
     locks[i].publish();
@@ -190,21 +207,32 @@ void produce_sif(Session& s, const std::string& top_digest, const std::string& s
     extras.push_back(std::move(entry));
   }
 
+  // A scratch directory, not a scratch file: the SIF writer writes through a temporary
+  // name, which must lie under the item's lock, or a concurrent sweep_temporaries() would
+  // take it for garbage; and a SIGKILL leaves it where the next sweep removes it.
+  cache::TempItem scratch = s.cache->make_temp(".convert");
+  if (::mkdir(scratch.path().c_str(), 0700) != 0) throw_errno("creating " + scratch.path());
+  const std::string scratch_sif = scratch.path() + "/image.sif";
   convert::ConvertOptions convert_options;
   convert_options.compressor = options.compressor;
   const std::string task = "converting to squashfs";
-  convert_options.progress = [&](const convert::Progress& p) { s.progress->update(task, p.input_bytes_done); };
+  convert_options.progress = [&](const convert::Progress& p) {
+    throw_if_interrupted();  // unwinding removes the unfinished SIF
+    s.progress->update(task, p.input_bytes_done);
+  };
   bool reproducible = convert::source_date_epoch_from_environment().has_value();
-  // The squashfs goes straight into the SIF (the cache entry's partial file): peak
-  // temporary disk is the layers plus one image, not two (issue 3 item 10).
-  image::write_pulled_sif_in_place(sif_path, source, reproducible, [&](int fd, std::uint64_t offset) {
+  // The squashfs goes straight into the SIF: peak temporary disk is the layers plus one
+  // image, not two (issue 3 item 10).
+  image::write_pulled_sif_in_place(scratch_sif, source, reproducible, [&](int fd, std::uint64_t offset) {
     s.progress->start(task, total);
     convert::ConversionResult converted =
-        convert::layers_to_squashfs(layers, extras, fd, offset, sif_path + " (squashfs partition)", convert_options);
+        convert::layers_to_squashfs(layers, extras, fd, offset, scratch_sif + " (squashfs partition)", convert_options);
     s.progress->finish(task);
     for (const auto& warning : converted.warnings) s.warn(warning);
     return converted.output_bytes;
   });
+  throw_if_interrupted();  // before the cache publishes the entry
+  if (::rename(scratch_sif.c_str(), sif_path.c_str()) != 0) throw_errno("renaming " + scratch_sif + " to " + sif_path);
 }
 
 std::string output_path_for(const PullOptions& options, const reference::ImageReference& ref) {
@@ -229,7 +257,16 @@ cache::EntryUse sif_entry(Session& s, const PullOptions& options, std::string& t
       key,
       [&](cache::ProducerLock& lock) {
         from_cache = false;
-        produce_sif(s, top_digest, lock.partial_path(), options);
+        try {
+          produce_sif(s, top_digest, lock.partial_path(), options);
+        } catch (...) {
+          try {
+            lock.discard_partial();  // a half-written SIF cannot be resumed, unlike a blob
+          } catch (const Error&) {
+            // the next producer truncates it anyway; the original failure is what matters
+          }
+          throw;
+        }
       },
       {.timeout = std::nullopt, .on_wait = [&](const cache::Key&, const std::string& holder) {
          s.progress->note("waiting for " + (holder.empty() ? std::string("another process") : holder) +
@@ -247,6 +284,7 @@ PullResult pull(const PullOptions& options, Progress& progress) {
   return with_context("pull docker://" + s.ref.to_string(), [&] {
     refuse_existing(result.output_path, options.force);
     cache::EntryUse entry = sif_entry(s, options, result.manifest_digest, result.from_cache);
+    throw_if_interrupted();
     cache::materialize(entry.fd(), result.output_path, 0755, options.force);
     result.warnings = s.warnings;
     return result;
@@ -269,18 +307,24 @@ std::string cached_sif_in_subprocess(const PullOptions& options, Progress::Mode 
   if (::pipe2(fds, O_CLOEXEC) != 0) throw_errno("pipe");
   UniqueFd read_end(fds[0]), write_end(fds[1]);
   std::fflush(nullptr);
+  const pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) throw_errno("fork");
   if (pid == 0) {
     read_end.reset();
     int status = 0;
+    install_interrupt_handlers();  // the child cleans up its temporaries; the parent just waits
+    // A signal sent to the parent alone (kill PID) ends it; the pull must not carry on
+    // orphaned, so it is told with SIGTERM and unwinds like after Ctrl-C.
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != parent) ::_exit(128 + SIGTERM);  // the parent died before prctl
     try {
       Progress progress(progress_mode);
       std::string path = cached_sif(options, progress);
       write_all(write_end.get(), std::span(reinterpret_cast<const std::uint8_t*>(path.data()), path.size()));
     } catch (const std::exception& e) {
       std::fprintf(stderr, "capsa: error: %s\n", e.what());
-      status = 1;
+      status = interrupt_signal() != 0 ? 128 + interrupt_signal() : 1;
     }
     std::fflush(nullptr);
     ::_exit(status);

@@ -63,7 +63,9 @@ class BlobWriter : public BodyConsumer {
     if (blob_.size && offset_ + data.size() > *blob_.size)
       throw RegistryError(ErrorKind::kProtocol, where_ + " sent more than the " + std::to_string(*blob_.size) +
                                                     " bytes of blob " + blob_.digest);
-    write_all_at(fd_, {reinterpret_cast<const std::uint8_t*>(data.data()), data.size()}, offset_);
+    with_context("writing " + blob_.path, [&] {  // "No space left" must say where
+      write_all_at(fd_, {reinterpret_cast<const std::uint8_t*>(data.data()), data.size()}, offset_);
+    });
     hasher_->update(std::string_view(data.data(), data.size()));
     offset_ += data.size();
     if (progress_) progress_(offset_, blob_.size);

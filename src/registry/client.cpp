@@ -1,6 +1,7 @@
 #include "registry/client.hpp"
 
 #include <nlohmann/json.hpp>
+#include <chrono>
 #include <thread>
 
 #include "registry/backoff.hpp"
@@ -191,7 +192,7 @@ std::string RegistryClient::head_manifest(const std::string& repository, const s
 }
 
 void RegistryClient::fetch_blobs(const std::string& repository, const std::vector<BlobTarget>& blobs,
-                                 const BlobProgressFn& progress) {
+                                 const BlobProgressFn& progress, const std::atomic<bool>* stop) {
   std::atomic<bool> cancel{false};
   std::atomic<std::size_t> next{0};
   std::mutex error_mutex;
@@ -213,9 +214,22 @@ void RegistryClient::fetch_blobs(const std::string& repository, const std::vecto
   };
   const std::size_t count = std::min<std::size_t>(blobs.size(), static_cast<std::size_t>(std::max(1, options_.parallel_downloads)));
   {
-    std::vector<std::jthread> workers;
-    for (std::size_t i = 0; i < count; ++i) workers.emplace_back(worker);
-  }  // jthreads join here
+    // *stop is set by a signal handler, which can only store to an atomic (no notify), so
+    // it is polled here and forwarded to the flag the transfers and backoffs watch.
+    std::atomic<bool> workers_done{false};
+    std::jthread watcher;
+    if (stop != nullptr) watcher = std::jthread([&] {
+      while (!workers_done.load() && !cancel.load()) {
+        if (stop->load()) cancel = true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+    });
+    {
+      std::vector<std::jthread> workers;
+      for (std::size_t i = 0; i < count; ++i) workers.emplace_back(worker);
+    }  // workers join here
+    workers_done = true;
+  }  // the watcher joins here
   if (first_error) std::rethrow_exception(first_error);
 }
 

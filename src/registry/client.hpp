@@ -70,10 +70,11 @@ class RegistryClient {
 
   // Up to options.parallel_downloads blobs at once. The first failure cancels the others and
   // is rethrown once every worker has stopped. progress(index, done, total) is called from
-  // the workers.
+  // the workers. Setting *stop (e.g. capsa::interrupt_flag()) cancels every transfer within
+  // a fraction of a second; partial files stay for a later resume.
   using BlobProgressFn = std::function<void(std::size_t index, std::uint64_t done, std::optional<std::uint64_t> total)>;
   void fetch_blobs(const std::string& repository, const std::vector<BlobTarget>& blobs,
-                   const BlobProgressFn& progress = {});
+                   const BlobProgressFn& progress = {}, const std::atomic<bool>* stop = nullptr);
 
   const std::string& registry() const { return registry_; }
   const ClientOptions& options() const { return options_; }

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <exception>
+
+#include "util/error.hpp"
 
 namespace capsa::registry {
 
@@ -30,6 +33,14 @@ ClientOptions options_from_environment(const EnvLookup& env) {
   ClientOptions options;
   options.insecure_http = nohttps_from_environment(env);
   if (auto ca = env("CAPSA_REGISTRY_CA"); ca && !ca->empty()) options.ca_file = *ca;
+  // How long a registry may send nothing before the transfer is retried (resuming).
+  if (auto stall = env("CAPSA_REGISTRY_STALL_SECONDS"); stall && !stall->empty()) {
+    try {
+      options.stall_seconds = std::max(1L, std::stol(*stall));
+    } catch (const std::exception&) {
+      throw Error("CAPSA_REGISTRY_STALL_SECONDS=\"" + *stall + "\" is not a number of seconds");
+    }
+  }
   return options;
 }
 

@@ -21,6 +21,7 @@ CONFIG_FILE (JSON, re-read on every request; counters restart when it changes):
                  requires a token from its /token (GET: anonymous; POST: the OAuth2
                  refresh_token grant with refresh token R); a token is refused after K uses
   corrupt_manifest: true                         a space appended to manifest bodies
+  throttle:      {"bytes_per_second": N}         blob bodies sent at about this rate
 LOG_FILE gets one JSON line per request: listener, method, path, authorization (bool),
 range, status.
 """
@@ -205,7 +206,23 @@ class Handler(http.server.BaseHTTPRequestHandler):
                         time.sleep(0.1)
                 self.close_connection = True
                 return
+            throttle = cfg.get("throttle")
+            if throttle:
+                return self.send_slowly(status, body, headers, throttle["bytes_per_second"])
         self.answer(status, body, headers)
+
+    def send_slowly(self, status, body, headers, rate):
+        self.record(status)
+        self.send_response(status)
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        step = max(1, rate // 20)
+        for start in range(0, len(body), step):
+            self.wfile.write(body[start:start + step])
+            self.wfile.flush()
+            time.sleep(0.05)
 
 
 class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):

@@ -1,0 +1,427 @@
+// `capsa pull` under faults, end to end: the real test registry behind
+// tests/registry_client/fault_proxy.py (throttled, stalled, cut, failing, corrupting), the
+// capsa binary killed or interrupted in the middle, and a cache on a full file system.
+// Each test asserts what is left behind (output, temporaries, cache) and that a re-run
+// completes, downloading only what is missing.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <thread>
+
+#include "registry_client/testbed.hpp"
+#include "sif/image.hpp"
+#include "support/process.hpp"
+#include "support/temp_dir.hpp"
+#include "support/test_env.hpp"
+#include "support/test_registry.hpp"
+
+namespace capsa::pull {
+namespace {
+
+namespace fs = std::filesystem;
+using test::ProcessResult;
+using test::run_process;
+using test::TempDir;
+
+// capsa started in the background (to be killed), its stderr in a file.
+class Background {
+ public:
+  Background(const std::vector<std::string>& argv, const std::string& err_file) : err_file_(err_file) {
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      FILE* err = std::fopen(err_file.c_str(), "w");
+      if (err != nullptr) ::dup2(::fileno(err), 2);
+      std::vector<char*> args;
+      for (const auto& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+      args.push_back(nullptr);
+      ::execvp(args[0], args.data());
+      ::_exit(127);
+    }
+  }
+  ~Background() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      wait();
+    }
+  }
+  Background(const Background&) = delete;
+  Background& operator=(const Background&) = delete;
+
+  void signal(int signal_number) { ::kill(pid_, signal_number); }
+  // Exit code and signal as run_process reports them; stderr in `err`.
+  ProcessResult wait() {
+    int status = 0;
+    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+    pid_ = -1;
+    ProcessResult result;
+    if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
+    if (WIFSIGNALED(status)) result.signal = WTERMSIG(status);
+    result.err = test::read_file(err_file_);
+    return result;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  std::string err_file_;
+};
+
+// Polls `condition` for at most `seconds`; the bound keeps a broken capsa from hanging the suite.
+bool eventually(const std::function<bool()>& condition, int seconds = 60) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return false;
+}
+
+// name -> size of the files in `dir` (not recursive); empty when it does not exist.
+std::map<std::string, std::uintmax_t> files_in(const std::string& dir) {
+  std::map<std::string, std::uintmax_t> files;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec))
+    if (entry.is_regular_file()) files[entry.path().filename().string()] = entry.file_size();
+  return files;
+}
+
+std::map<std::string, std::uintmax_t> with_suffix(const std::map<std::string, std::uintmax_t>& files,
+                                                  const std::string& suffix) {
+  std::map<std::string, std::uintmax_t> matching;
+  for (const auto& [name, size] : files)
+    if (name.ends_with(suffix)) matching[name] = size;
+  return matching;
+}
+
+int count_lines_with(const std::string& text, const std::string& needle) {
+  int count = 0;
+  std::size_t line_start = 0;
+  while (line_start < text.size()) {
+    std::size_t end = text.find('\n', line_start);
+    if (end == std::string::npos) end = text.size();
+    if (text.substr(line_start, end - line_start).find(needle) != std::string::npos) ++count;
+    line_start = end + 1;
+  }
+  return count;
+}
+
+// Processes (other than this one) whose environment names `needle` (readable for one's own processes).
+int processes_with_environment(const std::string& needle) {
+  int found = 0;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator("/proc", ec)) {
+    const std::string pid = entry.path().filename().string();
+    if (pid.find_first_not_of("0123456789") != std::string::npos || pid == std::to_string(::getpid())) continue;
+    std::ifstream environ(entry.path() / "environ", std::ios::binary);
+    std::string content((std::istreambuf_iterator<char>(environ)), std::istreambuf_iterator<char>());
+    if (content.find(needle) != std::string::npos) ++found;
+  }
+  return found;
+}
+
+class PullFaults : public ::testing::Test {
+ protected:
+  TempDir work;
+  std::string cache = work / "cache";
+  std::string out = work / "out.sif";
+  test::FaultProxy proxy{test::test_registry().plain};  // a fresh proxy (and port) per test
+
+  std::string blobs() const { return cache + "/blobs/sha256"; }
+  std::string image(const std::string& repo) const { return "docker://" + proxy.front() + "/" + repo; }
+  std::vector<std::string> capsa_argv(std::vector<std::string> args, std::vector<std::string> env = {}) const {
+    std::vector<std::string> argv = {"env", "CAPSA_CACHEDIR=" + cache};
+    argv.insert(argv.end(), env.begin(), env.end());
+    argv.push_back(test::capsa_binary());
+    argv.insert(argv.end(), args.begin(), args.end());
+    return argv;
+  }
+  ProcessResult pull(const std::string& repo, std::vector<std::string> env = {}, std::vector<std::string> flags = {}) {
+    std::vector<std::string> args = {"pull", "-q", "--nohttps"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    args.push_back(out);
+    args.push_back(image(repo));
+    return run_process(capsa_argv(args, env), "", 300);
+  }
+  // Blob GETs the proxy saw since its last configure(): path -> Range headers ("" for none).
+  std::multimap<std::string, std::string> blob_gets() const {
+    std::multimap<std::string, std::string> gets;
+    for (const auto& request : proxy.requests()) {
+      std::string path = request["path"];
+      if (request["method"] == "GET" && path.find("/blobs/sha256:") != std::string::npos)
+        gets.emplace(path.substr(path.rfind(':') + 1), request["range"].is_null() ? "" : std::string(request["range"]));
+    }
+    return gets;
+  }
+  // AtomicFile temporaries beside the output.
+  std::vector<std::string> temporaries_beside_output() const {
+    std::vector<std::string> found;
+    for (const auto& [name, size] : files_in(work.path()))
+      if (name.starts_with("out.sif.")) found.push_back(name);
+    return found;
+  }
+  std::uintmax_t largest_partial_blob() const {
+    std::uintmax_t largest = 0;
+    for (const auto& [name, size] : with_suffix(files_in(blobs()), ".partial")) largest = std::max(largest, size);
+    return largest;
+  }
+  // Everything under the cache's tmp/ but lock files: path -> size (0 for directories).
+  std::map<std::string, std::uintmax_t> scratch_files() const {
+    std::map<std::string, std::uintmax_t> scratch;
+    std::error_code ec;
+    for (auto it = fs::recursive_directory_iterator(cache + "/tmp", ec); !ec && it != fs::recursive_directory_iterator();
+         it.increment(ec)) {
+      std::string name = it->path().string();
+      std::error_code size_ec;
+      if (!name.ends_with(".lock")) scratch[name] = it->is_regular_file(size_ec) ? it->file_size(size_ec) : 0;
+    }
+    return scratch;
+  }
+  // The squashfs is written inside the unfinished SIF in the conversion's scratch
+  // directory: past its ~33 KiB of header and metadata objects, image data is flowing.
+  bool conversion_running() const {
+    for (const auto& [name, size] : scratch_files())
+      if (name.find(".convert/") != std::string::npos && size > (64u << 10)) return true;
+    return false;
+  }
+  void expect_no_output() const {
+    EXPECT_FALSE(fs::exists(out)) << "no partial SIF at the output path";
+    EXPECT_EQ(temporaries_beside_output(), std::vector<std::string>{});
+  }
+  void expect_valid_output() const {
+    ASSERT_TRUE(fs::exists(out));
+    EXPECT_NO_THROW(sif::Image::open(out));
+  }
+};
+
+constexpr const char* kDebian = "public/debian:bookworm";
+constexpr const char* kBusybox = "public/busybox:1.0";
+
+TEST_F(PullFaults, KillNineMidBlobLeavesNoOutputAndTheRerunFetchesOnlyTheRest) {
+  proxy.configure({{"throttle", {{"bytes_per_second", 2 << 20}}}});
+  Background first(capsa_argv({"pull", "-q", "--nohttps", out, image(kDebian)}), work / "first.err");
+  ASSERT_TRUE(eventually([&] { return largest_partial_blob() > (512u << 10); })) << "no blob download started";
+  first.signal(SIGKILL);
+  EXPECT_EQ(first.wait().signal, SIGKILL);
+  expect_no_output();
+
+  const auto after_kill = files_in(blobs());
+  const auto partials = with_suffix(after_kill, ".partial");
+  ASSERT_FALSE(partials.empty());
+  proxy.configure({});
+  auto second = pull(kDebian);
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  expect_valid_output();
+
+  // A partial that already held the whole blob is only verified: no request at all.
+  const auto gets = blob_gets();
+  int resumed = 0;
+  for (const auto& [name, size] : partials) {
+    std::string hex = name.substr(0, name.size() - std::string(".partial").size());
+    EXPECT_LE(gets.count(hex), 1u) << hex << " fetched once more";
+    if (gets.count(hex) == 0) continue;
+    EXPECT_EQ(gets.find(hex)->second, "bytes=" + std::to_string(size) + "-") << "resumed where the kill left it";
+    ++resumed;
+  }
+  EXPECT_GE(resumed, 1) << "the blob being downloaded at the kill is resumed";
+  for (const auto& [name, size] : after_kill) {
+    if (!name.ends_with(".partial") && !name.ends_with(".lock")) {
+      EXPECT_EQ(gets.count(name), 0u) << name << " was complete and is not downloaded again";
+    }
+  }
+}
+
+TEST_F(PullFaults, SigintMidBlobExits130AndLeavesNothingButResumableBlobs) {
+  proxy.configure({{"throttle", {{"bytes_per_second", 2 << 20}}}});
+  Background first(capsa_argv({"pull", "--nohttps", out, image(kDebian)}), work / "first.err");
+  ASSERT_TRUE(eventually([&] { return largest_partial_blob() > (512u << 10); })) << "no blob download started";
+  first.signal(SIGINT);
+  ProcessResult interrupted = first.wait();
+  EXPECT_EQ(interrupted.exit_code, 130) << interrupted.err;
+  EXPECT_NE(interrupted.err.find("interrupted by SIGINT"), std::string::npos) << interrupted.err;
+  expect_no_output();
+  EXPECT_EQ(scratch_files(), (std::map<std::string, std::uintmax_t>{})) << "the cache's scratch files were removed";
+  EXPECT_EQ(with_suffix(files_in(cache + "/sif"), ".partial"), (std::map<std::string, std::uintmax_t>{}));
+  EXPECT_FALSE(with_suffix(files_in(blobs()), ".partial").empty()) << "partial blobs are kept for a resume";
+
+  proxy.configure({});
+  auto second = pull(kDebian);
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  expect_valid_output();
+  bool resumed = false;
+  for (const auto& [hex, range] : blob_gets()) resumed = resumed || !range.empty();
+  EXPECT_TRUE(resumed) << "the re-run resumes with Range";
+}
+
+TEST_F(PullFaults, SigintWhileWaitingForAnotherPullStopsOnlyTheWaiter) {
+  proxy.configure({{"throttle", {{"bytes_per_second", 2 << 20}}}});
+  Background downloader(capsa_argv({"pull", "-q", "--nohttps", out, image(kDebian)}), work / "downloader.err");
+  ASSERT_TRUE(eventually([&] { return largest_partial_blob() > (256u << 10); })) << "no blob download started";
+  const std::string second_out = work / "second.sif";
+  Background waiter(capsa_argv({"pull", "--nohttps", second_out, image(kDebian)}), work / "waiter.err");
+  auto waiter_says = [&] { return fs::exists(work / "waiter.err") ? test::read_file(work / "waiter.err") : ""; };
+  ASSERT_TRUE(eventually([&] { return waiter_says().find("waiting for") != std::string::npos; })) << waiter_says();
+  waiter.signal(SIGINT);
+  ProcessResult stopped = waiter.wait();
+  EXPECT_EQ(stopped.exit_code, 130) << stopped.err;
+  EXPECT_FALSE(fs::exists(second_out));
+  const std::uintmax_t before = largest_partial_blob();
+  EXPECT_TRUE(eventually([&] { return largest_partial_blob() > before; }, 10)) << "the downloader carries on";
+  downloader.signal(SIGINT);
+  EXPECT_EQ(downloader.wait().exit_code, 130);
+  expect_no_output();
+}
+
+// `exec docker://` pulls in a child process; killing only the parent must not leave it running.
+TEST_F(PullFaults, ExecDockerKilledMidPullLeavesNoProcessAndNoScratch) {
+  proxy.configure({{"throttle", {{"bytes_per_second", 2 << 20}}}});
+  Background exec(capsa_argv({"exec", image(kDebian), "true"}, {"APPTAINER_NOHTTPS=1"}), work / "exec.err");
+  ASSERT_TRUE(eventually([&] { return largest_partial_blob() > (256u << 10); })) << "no blob download started";
+  exec.signal(SIGTERM);
+  EXPECT_EQ(exec.wait().signal, SIGTERM);
+  EXPECT_TRUE(eventually([&] { return processes_with_environment("CAPSA_CACHEDIR=" + cache) == 0; }, 5))
+      << "the pulling child outlived its parent";
+  EXPECT_EQ(scratch_files(), (std::map<std::string, std::uintmax_t>{}));
+  EXPECT_FALSE(with_suffix(files_in(blobs()), ".partial").empty()) << "partial blobs are kept for a resume";
+}
+
+TEST_F(PullFaults, SigtermDuringConversionRemovesTheTemporarySquashfs) {
+  ASSERT_EQ(pull(kDebian).exit_code, 0);  // blobs cached; xz below makes the conversion slow enough to hit
+  fs::remove(out);
+  fs::remove_all(cache + "/sif");
+  Background converting(capsa_argv({"pull", "-q", "--nohttps", "--compression", "xz", out, image(kDebian)}),
+                        work / "converting.err");
+  ASSERT_TRUE(eventually([&] { return conversion_running(); })) << "the conversion never started";
+  converting.signal(SIGTERM);
+  ProcessResult stopped = converting.wait();
+  EXPECT_EQ(stopped.exit_code, 128 + SIGTERM) << stopped.err;
+  expect_no_output();
+  EXPECT_EQ(scratch_files(), (std::map<std::string, std::uintmax_t>{}));
+}
+
+TEST_F(PullFaults, KillNineDuringConversionThenTheRerunConvertsWithoutDownloading) {
+  ASSERT_EQ(pull(kDebian).exit_code, 0);  // blobs cached; xz below makes the conversion slow enough to hit
+  fs::remove(out);
+  fs::remove_all(cache + "/sif");
+  Background converting(capsa_argv({"pull", "-q", "--nohttps", "--compression", "xz", out, image(kDebian)}),
+                        work / "converting.err");
+  ASSERT_TRUE(eventually([&] { return conversion_running(); })) << "the conversion never started";
+  converting.signal(SIGKILL);
+  EXPECT_EQ(converting.wait().signal, SIGKILL);
+  expect_no_output();
+  EXPECT_TRUE(with_suffix(files_in(cache + "/sif"), ".sif").empty()) << "no SIF entry was published";
+
+  proxy.configure({});
+  auto rerun = pull(kDebian);
+  ASSERT_EQ(rerun.exit_code, 0) << rerun.err;
+  expect_valid_output();
+  EXPECT_TRUE(blob_gets().empty()) << "every blob was already in the cache";
+  EXPECT_EQ(with_suffix(files_in(cache + "/sif"), ".sif").size(), 1u);
+  EXPECT_TRUE(with_suffix(files_in(cache + "/sif"), ".partial").empty());
+  EXPECT_EQ(scratch_files(), (std::map<std::string, std::uintmax_t>{})) << "the killed run's squashfs was swept";
+}
+
+TEST_F(PullFaults, AStalledRegistryIsAbandonedAndTheBlobResumed) {
+  // count 2: the config blob (smaller than 100000 bytes) may take one stall and still arrive whole.
+  proxy.configure({{"stall", {{"after_bytes", 100000}, {"count", 2}, {"seconds", 30}}}});
+  auto result = pull(kBusybox, {"CAPSA_REGISTRY_STALL_SECONDS=1"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  expect_valid_output();
+  bool resumed = false;
+  for (const auto& [hex, range] : blob_gets()) resumed = resumed || range == "bytes=100000-";
+  EXPECT_TRUE(resumed) << "the stalled blob continued from its 100000 bytes";
+}
+
+TEST_F(PullFaults, ARegistryThatComesBackAfterCuttingTheConnectionServesThePull) {
+  proxy.configure({{"truncate", {{"after_bytes", 0}, {"count", 2}}}});
+  auto result = pull(kBusybox);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  expect_valid_output();
+}
+
+TEST_F(PullFaults, ARegistryThatKeepsCuttingTheConnectionGetsOneClearErrorLine) {
+  proxy.configure({{"truncate", {{"after_bytes", 0}, {"count", 1000}}}});
+  auto result = pull(kBusybox);
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_EQ(count_lines_with(result.err, "capsa: error"), 1) << result.err;
+  EXPECT_NE(result.err.find("gave up after"), std::string::npos) << result.err;
+  expect_no_output();
+}
+
+int answered_with(const std::vector<nlohmann::json>& requests, int status) {
+  int count = 0;
+  for (const auto& request : requests) count += request["status"] == status;
+  return count;
+}
+
+// fault_proxy.py counts a "fail" on every request, also those its path filter spares: the
+// manifest HEAD and GET use the first two, so count 5 fails three blob requests.
+TEST_F(PullFaults, Intermittent500And429AreRetried) {
+  proxy.configure({{"fail", {{"status", 500}, {"count", 5}, {"path", "/blobs/"}}}});
+  auto first = pull(kBusybox);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  expect_valid_output();
+  EXPECT_EQ(answered_with(proxy.requests(), 500), 3);
+
+  fs::remove(out);
+  fs::remove_all(cache);
+  proxy.configure({{"fail", {{"status", 429}, {"count", 4}, {"retry_after", "1"}, {"path", "/blobs/"}}}});
+  auto second = pull(kBusybox);
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  expect_valid_output();
+  EXPECT_EQ(answered_with(proxy.requests(), 429), 2);
+}
+
+TEST_F(PullFaults, ACorruptBlobIsRetriedOnceThenRefusedAndNotCached) {
+  proxy.configure({{"corrupt", {{"count", 1000}}}});
+  auto result = pull(kBusybox);
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_EQ(count_lines_with(result.err, "capsa: error"), 1) << result.err;
+  std::size_t at = result.err.find("blob sha256:");
+  ASSERT_NE(at, std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("does not match its digest"), std::string::npos) << result.err;
+  std::string hex = result.err.substr(at + 12, 64);
+  EXPECT_EQ(blob_gets().count(hex), 2u) << "downloaded twice, then refused";
+  EXPECT_FALSE(fs::exists(blobs() + "/" + hex));
+  EXPECT_FALSE(fs::exists(blobs() + "/" + hex + ".partial"));
+  expect_no_output();
+}
+
+// The cache on a tmpfs in a private mount namespace (unshare -rm also works unprivileged
+// where user namespaces are allowed), filled up to its last 64 KiB by another file; then
+// that file is removed and the pull is re-run. (A remount to grow the tmpfs is refused
+// inside a user namespace.)
+TEST_F(PullFaults, AFullDiskGivesAClearErrorAndTheRerunWithSpaceSucceeds) {
+  const std::string script = R"(
+    mount -t tmpfs -o size=8m tmpfs "$3" || exit 99
+    head -c $((8 * 1024 * 1024 - 64 * 1024)) /dev/zero > "$3/filler"
+    export CAPSA_CACHEDIR="$3/cache"
+    "$0" pull -q --nohttps "$1" "$2"; echo "first=$?"
+    echo "entries:"; find "$CAPSA_CACHEDIR" \( -name '*.sif*' -o -name '*.squashfs*' \) ! -name '*.lock' | sort
+    rm "$3/filler"
+    "$0" pull -q --nohttps "$1" "$2"; echo "second=$?"
+    echo "listing:"; "$0" cache list
+  )";
+  const std::string small_fs = work / "small-fs";
+  fs::create_directories(small_fs);
+  auto result = run_process({"unshare", "-rm", "sh", "-c", script, test::capsa_binary(), out, image(kBusybox), small_fs},
+                            "", 300);
+  if (result.exit_code == 99 || result.err.find("unshare failed") != std::string::npos)
+    GTEST_SKIP() << "cannot mount a tmpfs in a user namespace here: " << result.err;
+  EXPECT_NE(result.out.find("first=1"), std::string::npos) << result.out << result.err;
+  EXPECT_NE(result.err.find("No space left on device"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find(small_fs + "/cache/"), std::string::npos) << "the error names the path: " << result.err;
+  EXPECT_EQ(count_lines_with(result.err, "capsa: error"), 1) << result.err;
+  EXPECT_NE(result.out.find("entries:\nsecond="), std::string::npos) << "no SIF or squashfs left in the cache: " << result.out;
+  EXPECT_NE(result.out.find("second=0"), std::string::npos) << result.out << result.err;
+  expect_valid_output();
+}
+
+}  // namespace
+}  // namespace capsa::pull
