@@ -126,6 +126,8 @@ int processes_with_environment(const std::string& needle) {
   return found;
 }
 
+constexpr const char* kDebian = "public/debian:bookworm";
+
 class PullFaults : public ::testing::Test {
  protected:
   TempDir work;
@@ -190,6 +192,17 @@ class PullFaults : public ::testing::Test {
       if (name.find(".convert/") != std::string::npos && size > (64u << 10)) return true;
     return false;
   }
+  // A pull of the cached debian blobs whose conversion is under way: xz makes the
+  // conversion slow enough to be hit by a signal.
+  std::unique_ptr<Background> start_slow_conversion() {
+    EXPECT_EQ(pull(kDebian).exit_code, 0);
+    fs::remove(out);
+    fs::remove_all(cache + "/sif");
+    auto converting = std::make_unique<Background>(
+        capsa_argv({"pull", "-q", "--nohttps", "--compression", "xz", out, image(kDebian)}), work / "converting.err");
+    EXPECT_TRUE(eventually([&] { return conversion_running(); })) << "the conversion never started";
+    return converting;
+  }
   void expect_no_output() const {
     EXPECT_FALSE(fs::exists(out)) << "no partial SIF at the output path";
     EXPECT_EQ(temporaries_beside_output(), std::vector<std::string>{});
@@ -200,7 +213,6 @@ class PullFaults : public ::testing::Test {
   }
 };
 
-constexpr const char* kDebian = "public/debian:bookworm";
 constexpr const char* kBusybox = "public/busybox:1.0";
 
 TEST_F(PullFaults, KillNineMidBlobLeavesNoOutputAndTheRerunFetchesOnlyTheRest) {
@@ -292,12 +304,8 @@ TEST_F(PullFaults, ExecDockerKilledMidPullLeavesNoProcessAndNoScratch) {
 }
 
 TEST_F(PullFaults, SigtermDuringConversionRemovesTheTemporarySquashfs) {
-  ASSERT_EQ(pull(kDebian).exit_code, 0);  // blobs cached; xz below makes the conversion slow enough to hit
-  fs::remove(out);
-  fs::remove_all(cache + "/sif");
-  Background converting(capsa_argv({"pull", "-q", "--nohttps", "--compression", "xz", out, image(kDebian)}),
-                        work / "converting.err");
-  ASSERT_TRUE(eventually([&] { return conversion_running(); })) << "the conversion never started";
+  auto converting_ptr = start_slow_conversion();
+  Background& converting = *converting_ptr;
   converting.signal(SIGTERM);
   ProcessResult stopped = converting.wait();
   EXPECT_EQ(stopped.exit_code, 128 + SIGTERM) << stopped.err;
@@ -306,12 +314,8 @@ TEST_F(PullFaults, SigtermDuringConversionRemovesTheTemporarySquashfs) {
 }
 
 TEST_F(PullFaults, KillNineDuringConversionThenTheRerunConvertsWithoutDownloading) {
-  ASSERT_EQ(pull(kDebian).exit_code, 0);  // blobs cached; xz below makes the conversion slow enough to hit
-  fs::remove(out);
-  fs::remove_all(cache + "/sif");
-  Background converting(capsa_argv({"pull", "-q", "--nohttps", "--compression", "xz", out, image(kDebian)}),
-                        work / "converting.err");
-  ASSERT_TRUE(eventually([&] { return conversion_running(); })) << "the conversion never started";
+  auto converting_ptr = start_slow_conversion();
+  Background& converting = *converting_ptr;
   converting.signal(SIGKILL);
   EXPECT_EQ(converting.wait().signal, SIGKILL);
   expect_no_output();
