@@ -6,6 +6,7 @@
 
 #include "registry/backoff.hpp"
 #include "oci/digest.hpp"
+#include "oci/media_types.hpp"
 #include "registry/json_fields.hpp"
 
 namespace capsa::registry {
@@ -23,10 +24,7 @@ std::string media_type_of(const HttpResponse& response) {
   return type;
 }
 
-bool is_supported_manifest(const std::string& type) {
-  return type == kMediaTypeOciIndex || type == kMediaTypeDockerList || type == kMediaTypeOciManifest ||
-         type == kMediaTypeDockerManifest;
-}
+bool is_supported_manifest(const std::string& type) { return oci::is_index_type(type) || oci::is_manifest_type(type); }
 
 // The spec's {"errors":[{"code","message"}]} body, when the body is that (nvcr.io sends HTML).
 std::string registry_error_detail(const HttpResponse& response) {
@@ -135,7 +133,7 @@ HttpRequest manifest_request(const std::string& base_url, const std::string& rep
   HttpRequest request;
   request.method = method;
   request.url = base_url + "/v2/" + repository + "/manifests/" + reference;
-  request.headers = {kManifestAccept};
+  request.headers = {"Accept: " + std::string(oci::kManifestAccept)};
   return request;
 }
 

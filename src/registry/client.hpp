@@ -21,18 +21,9 @@
 
 namespace capsa::registry {
 
-inline constexpr const char* kMediaTypeOciIndex = "application/vnd.oci.image.index.v1+json";
-inline constexpr const char* kMediaTypeDockerList = "application/vnd.docker.distribution.manifest.list.v2+json";
-inline constexpr const char* kMediaTypeOciManifest = "application/vnd.oci.image.manifest.v1+json";
-inline constexpr const char* kMediaTypeDockerManifest = "application/vnd.docker.distribution.manifest.v2+json";
-// B3: all four modern types in one header; never "*/*" (that gets schema 1 from old registries).
-inline constexpr const char* kManifestAccept =
-    "Accept: application/vnd.oci.image.index.v1+json, application/vnd.docker.distribution.manifest.list.v2+json, "
-    "application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json";
-
 struct ManifestResponse {
   std::string bytes;       // exactly as received: hash these, never re-serialised JSON
-  std::string media_type;  // Content-Type without parameters; one of the four above
+  std::string media_type;  // Content-Type without parameters; an index or manifest type (oci/media_types.hpp)
   std::string digest;      // of `bytes`; equals the reference when pulling by digest
 };
 

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "oci/digest.hpp"
+#include "oci/media_types.hpp"
 #include "registry_client/helpers.hpp"
 
 namespace capsa::registry {
@@ -17,13 +18,13 @@ TEST(Manifests, AllFourTypesByTagAndDigestWithExactBytes) {
   RegistryClient client(bed->registries.plain, logged.options);
   const auto& image = bed->public_image;
   auto oci = client.get_manifest(image.repository, "oci");
-  EXPECT_EQ(oci.media_type, kMediaTypeOciManifest);
+  EXPECT_EQ(oci.media_type, oci::media_type::kOciManifest);
   EXPECT_EQ(oci.digest, image.oci_digest);
   EXPECT_EQ(oci::Digest::sha256_of(oci.bytes).to_string(), image.oci_digest);  // multi-line JSON hashed as sent
   EXPECT_NE(oci.bytes.find('\n'), std::string::npos);
-  EXPECT_EQ(client.get_manifest(image.repository, "docker").media_type, kMediaTypeDockerManifest);
+  EXPECT_EQ(client.get_manifest(image.repository, "docker").media_type, oci::media_type::kDockerManifest);
   auto index = client.get_manifest(image.repository, "index");
-  EXPECT_EQ(index.media_type, kMediaTypeOciIndex);
+  EXPECT_EQ(index.media_type, oci::media_type::kOciIndex);
   EXPECT_EQ(index.digest, image.index_digest);
   auto by_digest = client.get_manifest(image.repository, image.docker_digest);
   EXPECT_EQ(by_digest.digest, image.docker_digest);
