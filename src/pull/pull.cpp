@@ -271,6 +271,20 @@ cache::EntryUse sif_entry(Session& s, const PullOptions& options, std::string& t
        }});
 }
 
+// With --disable-cache the SIF lies in a cache that is about to be deleted: when it is on
+// the output's filesystem ($TMPDIR there), moving it saves a copy of the whole image.
+// False when it cannot be moved (another filesystem, no RENAME_NOREPLACE): copy instead.
+bool move_out_of_private_cache(const cache::EntryUse& entry, const std::string& output, bool replace) {
+  mode_t mask = ::umask(0);
+  ::umask(mask);
+  if (::fchmod(entry.fd(), 0755 & ~mask) != 0) return false;
+  unsigned flags = replace ? 0 : RENAME_NOREPLACE;
+  if (::renameat2(AT_FDCWD, entry.path().c_str(), AT_FDCWD, output.c_str(), flags) == 0) return true;
+  if (errno == EXDEV || errno == EINVAL || errno == ENOSYS) return false;
+  if (errno == EEXIST) throw Error("image file already exists: " + output + " - will not overwrite (use --force)");
+  throw_errno("moving the image to " + output);
+}
+
 }  // namespace
 
 PullResult pull(const PullOptions& options, Progress& progress) {
@@ -282,7 +296,8 @@ PullResult pull(const PullOptions& options, Progress& progress) {
     refuse_existing(result.output_path, options.force);
     cache::EntryUse entry = sif_entry(s, options, result.manifest_digest, result.from_cache);
     throw_if_interrupted();
-    cache::materialize(entry.fd(), result.output_path, 0755, options.force);
+    if (!(options.disable_cache && move_out_of_private_cache(entry, result.output_path, options.force)))
+      cache::materialize(entry.fd(), result.output_path, 0755, options.force);
     result.warnings = s.warnings;
     return result;
   });

@@ -1,7 +1,9 @@
 #pragma once
-// A file that appears under its final name only when complete: written to a temporary
-// name in the same directory, fsync'ed, then renamed. Destroyed without commit(), it
-// removes the temporary, so a failure never leaves partial output behind.
+// A file that appears under its final name only when complete. Where the filesystem
+// supports it the file is created unnamed (O_TMPFILE) in the target directory and linked
+// in by commit(), so even SIGKILL leaves nothing behind; elsewhere (NFS, old kernels) it
+// is written to a `.capsa-tmp-` name next to the target and renamed. Destroyed without
+// commit(), it leaves no trace.
 
 #include <string>
 
@@ -17,15 +19,20 @@ class AtomicFile {
   ~AtomicFile();
 
   int fd() const { return fd_.get(); }
+  // A path that opens the unfinished file (for code that wants a name, not an fd).
   const std::string& temp_path() const { return temp_path_; }
 
-  // Flushes and renames over the final path. `replace` false refuses to overwrite.
+  // Flushes and moves the file to the final path. `replace` false refuses to overwrite.
   void commit(bool replace = true);
 
  private:
+  void create_named(unsigned mode);
+  void link_unnamed(bool replace);
+
   std::string final_path_;
   std::string temp_path_;
   UniqueFd fd_;
+  bool unnamed_ = false;
   bool committed_ = false;
 };
 

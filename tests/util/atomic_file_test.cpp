@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -40,6 +41,41 @@ TEST(AtomicFile, AbandonedFileLeavesNothingBehind) {
     ASSERT_EQ(::write(file.fd(), "partial", 7), 7);
   }
   EXPECT_EQ(entries_in(dir.path()), 0u);
+}
+
+// What SIGKILL does: the process ends with the file open and no destructor runs.
+TEST(AtomicFile, ProcessKilledWhileWritingLeavesNothingBehind) {
+  TempDir dir;
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    auto* file = new AtomicFile(dir / "out.sif", 0644);
+    if (::write(file->fd(), "partial", 7) != 7) ::_exit(2);
+    ::_exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_EQ(entries_in(dir.path()), 0u) << "tmpfs and ext4 support O_TMPFILE: no named temporary";
+}
+
+TEST(AtomicFile, ReplacesAnExistingFileWhenAsked) {
+  TempDir dir;
+  std::string target = dir.write("out.sif", "old");
+  {
+    AtomicFile file(target, 0644);
+    ASSERT_EQ(::write(file.fd(), "new", 3), 3);
+    file.commit(true);
+  }
+  EXPECT_EQ(test::read_file(target), "new");
+  EXPECT_EQ(entries_in(dir.path()), 1u);
+}
+
+TEST(AtomicFile, TempPathOpensTheUnfinishedFile) {
+  TempDir dir;
+  AtomicFile file(dir / "out.sif", 0644);
+  ASSERT_EQ(::write(file.fd(), "abc", 3), 3);
+  EXPECT_EQ(test::read_file(file.temp_path()), "abc");
 }
 
 TEST(AtomicFile, CommitWithoutReplaceRefusesAnExistingFile) {
