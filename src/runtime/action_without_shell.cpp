@@ -132,27 +132,97 @@ class WordReader {
   std::size_t pos_ = 0;
 };
 
-// `[export] NAME=WORD` on a line of its own: the assignments environment files are made of.
-void apply_assignment_line(std::string line, EnvMap& env) {
-  line.erase(0, line.find_first_not_of(" \t"));
-  while (!line.empty() && (line.back() == ' ' || line.back() == '\t' || line.back() == '\r')) line.pop_back();
-  if (line.rfind("export ", 0) == 0) {
-    line.erase(0, 7);
-    line.erase(0, line.find_first_not_of(" \t"));
-  }
-  std::size_t eq = line.find('=');
-  if (eq == std::string::npos || eq == 0) return;
-  std::string name = line.substr(0, eq);
+bool valid_name(const std::string& name) {
+  if (name.empty()) return false;
   for (std::size_t i = 0; i < name.size(); ++i)
-    if (!name_char(name[i], i == 0)) return;
-  std::string value;
-  if (expand_shell_word(line.substr(eq + 1), env, &value)) env[name] = value;
+    if (!name_char(name[i], i == 0)) return false;
+  return true;
 }
+
+std::vector<std::string> words_of(const std::string& line) {
+  std::vector<std::string> words;
+  std::string word;
+  for (char c : line) {
+    if (c == ' ' || c == '\t' || c == ';') {
+      if (!word.empty()) words.push_back(word);
+      word.clear();
+    } else {
+      word += c;
+    }
+  }
+  if (!word.empty()) words.push_back(word);
+  return words;
+}
+
+// The shell state an environment file builds: exported variables (the process's
+// environment) and plain shell variables, which only later expansions see.
+struct ShellState {
+  EnvMap& env;
+  EnvMap locals;
+  int depth = 0;  // inside if/for/while/case: conditional, so not applied
+
+  EnvMap visible() const {
+    EnvMap all = locals;
+    for (const auto& [name, value] : env) all[name] = value;
+    return all;
+  }
+
+  void assign(const std::string& text, bool exported) {
+    std::size_t eq = text.find('=');
+    std::string name = text.substr(0, eq);
+    if (eq == std::string::npos || !valid_name(name)) return;
+    std::string value;
+    if (!expand_shell_word(text.substr(eq + 1), visible(), &value)) return;
+    if (exported || env.count(name)) {
+      env[name] = value;
+      locals.erase(name);
+    } else {
+      locals[name] = value;
+    }
+  }
+
+  // Top-level `export NAME=WORD`, `export NAME`, `NAME=WORD` and `unset NAME`; compound
+  // commands are skipped whole, since their conditions need a shell.
+  void apply(std::string line) {
+    line.erase(0, line.find_first_not_of(" \t"));
+    while (!line.empty() && (line.back() == ' ' || line.back() == '\t' || line.back() == '\r')) line.pop_back();
+    if (line.empty() || line[0] == '#') return;
+    std::vector<std::string> words = words_of(line);
+    int opened = 0;
+    for (const std::string& w : words) {
+      if (w == "if" || w == "for" || w == "while" || w == "until" || w == "case") ++opened;
+      if (w == "fi" || w == "done" || w == "esac") --opened;
+    }
+    bool top_level = depth == 0 && opened == 0;
+    depth = std::max(0, depth + opened);
+    if (!top_level) return;
+    if (line.rfind("export ", 0) == 0) {
+      std::string rest = line.substr(7);
+      rest.erase(0, rest.find_first_not_of(" \t"));
+      if (rest.find('=') != std::string::npos) {
+        assign(rest, true);
+        return;
+      }
+      for (std::size_t i = 1; i < words.size(); ++i)
+        if (auto it = locals.find(words[i]); it != locals.end()) {
+          env[words[i]] = it->second;
+          locals.erase(it);
+        }
+    } else if (line.rfind("unset ", 0) == 0) {
+      for (std::size_t i = 1; i < words.size(); ++i) {
+        env.erase(words[i]);
+        locals.erase(words[i]);
+      }
+    } else if (line.find('=') != std::string::npos && valid_name(line.substr(0, line.find('=')))) {
+      assign(line, false);  // NAME="a b": one word once quoted; expand_shell_word refuses anything else
+    }
+  }
+};
 
 void apply_environment_file(const std::string& path, EnvMap& env) {
   std::ifstream in(path);
-  for (std::string line; std::getline(in, line);)
-    if (!line.empty() && line[0] != '#') apply_assignment_line(line, env);
+  ShellState state{env, {}, 0};
+  for (std::string line; std::getline(in, line);) state.apply(line);
 }
 
 std::vector<std::string> environment_files(const std::string& root) {

@@ -109,13 +109,13 @@ constexpr const char* kGpuLibraryPath =
 
 std::string action_script(const std::string& action, const std::string& injection, bool gpu_libraries) {
   std::string script =
-      std::string("capsa_program=") + program_invocation_short_name + "\n"
       "for capsa_env in /.singularity.d/env/*.sh; do [ -f \"$capsa_env\" ] && . \"$capsa_env\"; done\n"
       "unset capsa_env\n" + injection;
   if (gpu_libraries) script += kGpuLibraryPath;
   if (action == "exec") {
     // A command the container does not have ends with Apptainer's words and status 127
     // (the shell's own message names the shell, not the command's PATH).
+    script += std::string("capsa_program='") + program_invocation_short_name + "'\n";
     script +=
         "case \"$1\" in\n"
         "  */*) if [ ! -e \"$1\" ]; then\n"
