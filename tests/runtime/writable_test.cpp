@@ -6,6 +6,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <filesystem>
+
 #include "run_helpers.hpp"
 #include "support/test_env.hpp"
 
@@ -68,7 +70,8 @@ TEST_F(Writable, ASifWithoutAnOverlayPartitionIsRefusedInOneLine) {
   std::string before = testing::mount_table();
   auto r = capsa({"exec", "--writable", testing::busybox_sif(), "true"});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.err, "capsa: error: " + testing::busybox_sif() +
+  std::string resolved = std::filesystem::canonical(testing::busybox_sif());  // capsa names the real path
+  EXPECT_EQ(r.err, "capsa: error: " + resolved +
                        ": --writable needs a writable overlay partition and this SIF has none (use --writable-tmpfs "
                        "for a temporary writable layer discarded at exit, or a sandbox directory)\n");
   EXPECT_EQ(r.out, "");
