@@ -126,6 +126,8 @@ std::string action_script(const std::string& action, const std::string& injectio
         "       if [ -f \"${capsa_dir:-.}/$1\" ] && [ -x \"${capsa_dir:-.}/$1\" ]; then capsa_found=1; break; fi\n"
         "     done\n"
         "     IFS=$capsa_ifs\n"
+        // Not a file on PATH, but the shell may still run it (busybox applets, builtins).
+        "     [ -n \"$capsa_found\" ] || capsa_found=$(command -v \"$1\")\n"
         "     if [ -z \"$capsa_found\" ]; then\n"
         "       printf '%s: error: \"%s\": executable file not found in $PATH\\n' \"$capsa_program\" \"$1\" >&2; exit 127\n"
         "     fi\n"
