@@ -44,6 +44,8 @@ LoopDevice find_shared(const struct stat& backing, std::uint64_t offset, std::ui
   while (dirent* entry = ::readdir(dir)) {
     std::string name = entry->d_name;
     if (name.rfind("loop", 0) != 0) continue;
+    // Only attached devices have a loop/ folder: the others are not worth an open.
+    if (::access(("/sys/block/" + name + "/loop").c_str(), F_OK) != 0) continue;
     std::string path = "/dev/" + name;
     UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
     if (!fd) continue;
