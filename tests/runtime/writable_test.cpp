@@ -78,6 +78,21 @@ TEST_F(Writable, ASifWithoutAnOverlayPartitionIsRefusedInOneLine) {
   EXPECT_EQ(testing::mount_table(), before);
 }
 
+TEST_F(Writable, ASifWithAnOverlayPartitionSaysCapsaCannotWriteItYet) {
+  // The busybox image plus an (empty) ext3 overlay partition, as `apptainer overlay create` adds.
+  std::string image = dir / "with-overlay.sif", ext3 = dir / "overlay.img";
+  ASSERT_EQ(test::run_process({"cp", testing::busybox_sif(), image}).exit_code, 0);
+  ASSERT_EQ(test::run_process({"truncate", "-s", "1M", ext3}).exit_code, 0);
+  ASSERT_EQ(test::run_process({"/usr/sbin/mkfs.ext3", "-q", "-F", ext3}).exit_code, 0);
+  auto added = capsa({"sif", "add", "--datatype", "4", "--parttype", "4", "--partfs", "2", "--partarch", "2", image, ext3});
+  ASSERT_EQ(added.exit_code, 0) << added.err;
+  auto r = capsa({"exec", "--writable", image, "true"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "capsa: error: " + image +
+                       ": --writable would write to the SIF's overlay partition, which capsa does not support yet "
+                       "(use --writable-tmpfs for a temporary writable layer, or a sandbox directory)\n");
+}
+
 TEST_F(Writable, AMissingBindDestinationIsAnErrorNotCreatedInTheImage) {
   std::string before = testing::mount_table();
   auto r = capsa({"exec", "--writable", "-B", dir.path() + ":/not-there", sandbox, "true"});
