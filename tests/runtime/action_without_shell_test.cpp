@@ -69,6 +69,19 @@ TEST(ActionWithoutShell, DockerRunscriptFollowsDockersRules) {
   EXPECT_TRUE(action_argv_without_shell("test", {}, env, root.path()).empty()) << "no test script: nothing to run";
 }
 
+TEST(ActionWithoutShell, SingularitysDockerRunscriptToo) {
+  // The runscript Singularity 3.8 wrote into real/busybox_amd64.sif (abridged): CMD only.
+  test::TempDir root;
+  ASSERT_EQ(test::run_process({"mkdir", "-p", root / ".singularity.d"}).exit_code, 0);
+  std::string runscript = root.write(".singularity.d/runscript",
+                                     "#!/bin/sh\nOCI_ENTRYPOINT=''\nOCI_CMD='\"sh\"'\nCMDLINE_ARGS=\"\"\n"
+                                     "for arg in \"$@\"; do\n    CMDLINE_ARGS=\"${CMDLINE_ARGS} \\\"$arg\\\"\"\ndone\n"
+                                     "eval \"set ${SINGULARITY_OCI_RUN}\"\nexec \"$@\"\n");
+  ASSERT_EQ(test::run_process({"chmod", "755", runscript}).exit_code, 0);
+  EXPECT_EQ(action_argv_without_shell("run", {}, {}, root.path()), (std::vector<std::string>{"sh"}));
+  EXPECT_EQ(action_argv_without_shell("run", {"ls", "-l"}, {}, root.path()), (std::vector<std::string>{"ls", "-l"}));
+}
+
 TEST(ActionWithoutShell, CommandLookupUsesTheContainersPath) {
   EXPECT_EQ(find_command("sh", {{"PATH", "/nonexistent:/bin"}}), "/bin/sh");
   try {
