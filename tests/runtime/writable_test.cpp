@@ -82,6 +82,7 @@ TEST_F(Writable, ASifWithAnOverlayPartitionSaysCapsaCannotWriteItYet) {
   // The busybox image plus an (empty) ext3 overlay partition, as `apptainer overlay create` adds.
   std::string image = dir / "with-overlay.sif", ext3 = dir / "overlay.img";
   ASSERT_EQ(test::run_process({"cp", testing::busybox_sif(), image}).exit_code, 0);
+  ASSERT_EQ(::chmod(image.c_str(), 0644), 0);  // the fixture is read-only
   ASSERT_EQ(test::run_process({"truncate", "-s", "1M", ext3}).exit_code, 0);
   ASSERT_EQ(test::run_process({"/usr/sbin/mkfs.ext3", "-q", "-F", ext3}).exit_code, 0);
   auto added = capsa({"sif", "add", "--datatype", "4", "--parttype", "4", "--partfs", "2", "--partarch", "2", image, ext3});
