@@ -94,8 +94,17 @@ void mount_with_squashfuse(const SquashfsLocation& image, const std::string& tar
 
 MountDriver mount_squashfs(const SquashfsLocation& image, const std::string& target, bool privileged) {
   if (privileged) {
-    mount_with_loop_device(image, target);
-    return MountDriver::KernelLoop;
+    try {
+      mount_with_loop_device(image, target);
+      return MountDriver::KernelLoop;
+    } catch (const NoLoopDevices& no_loop) {
+      // Root without loop devices (a container, no loop module) can still use FUSE, as
+      // Apptainer falls back to squashfuse; only when that is missing too is it an error.
+      if (!on_path("squashfuse_ll"))
+        throw Error(std::string("no way to mount the image: no loop device (") + no_loop.what() +
+                    ") and squashfuse_ll was not found on PATH (load the loop module, or install the squashfuse "
+                    "package)");
+    }
   }
   mount_with_squashfuse(image, target);
   return MountDriver::Fuse;

@@ -62,15 +62,24 @@ LoopDevice find_shared(const struct stat& backing, std::uint64_t offset, std::ui
 }
 
 LoopDevice attach_new(int backing_fd, const std::string& file, std::uint64_t offset, std::uint64_t size) {
-  UniqueFd control = open_file("/dev/loop-control", O_RDWR);
+  UniqueFd control(::open("/dev/loop-control", O_RDWR | O_CLOEXEC));
+  if (!control) throw NoLoopDevices("opening /dev/loop-control", errno);
   // Another process (not capsa, so not under the lock) may take the free device between
   // GET_FREE and CONFIGURE: try the next one.
   for (int attempt = 0; attempt < kAttachAttempts; ++attempt) {
     int number = ::ioctl(control.get(), LOOP_CTL_GET_FREE);
-    if (number < 0) throw_errno("finding a free loop device");
+    if (number < 0) {
+      if (errno == ENOTTY || errno == ENODEV || errno == EPERM || errno == EACCES)
+        throw NoLoopDevices("asking /dev/loop-control for a free loop device", errno);
+      throw_errno("finding a free loop device");
+    }
     LoopDevice device;
     device.path = "/dev/loop" + std::to_string(number);
-    device.fd = open_file(device.path, O_RDONLY);
+    device.fd.reset(::open(device.path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!device.fd) {
+      if (errno == ENOENT || errno == EACCES || errno == EPERM) throw NoLoopDevices("opening " + device.path, errno);
+      throw_errno("opening " + device.path);
+    }
     loop_config config{};
     config.fd = static_cast<__u32>(backing_fd);
     config.info.lo_offset = offset;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "util/error.hpp"
 #include "util/fd.hpp"
 
 namespace capsa::runtime {
@@ -15,6 +16,13 @@ struct LoopDevice {
   UniqueFd fd;        // keeps the device attached until the mount holds it
   std::string path;   // /dev/loopN
   bool shared = false;  // true: another container's device, reused
+};
+
+// The machine offers no loop device at all (no loop module, no /dev/loop-control inside
+// a container): the caller may mount another way.
+class NoLoopDevices : public SystemError {
+ public:
+  using SystemError::SystemError;
 };
 
 // Finds or attaches a device for [offset, offset+size) of `backing_fd` (`file` names it

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <functional>
 #include <fstream>
 
@@ -173,6 +174,38 @@ TEST_F(Errors, DevFuseUnusable) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.err, "capsa: error: cannot open /dev/fuse: Permission denied (unprivileged containers mount their "
                    "image with FUSE: load the fuse module and make /dev/fuse mode 0666, or run as root)\n");
+  expect_nothing_left(before, image);
+}
+
+// Root on a machine without loop devices: /dev/loop-control answers no loop ioctl (it is
+// /dev/null in a private mount namespace).
+test::ProcessResult capsa_without_loop_devices(const std::string& path, const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {"unshare", "-m", "sh", "-c",
+                                   "mount --bind /dev/null /dev/loop-control && PATH=\"$0\" exec \"$@\"", path,
+                                   test::capsa_binary()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return test::run_process(argv, "", 60);
+}
+
+TEST_F(Errors, RootWithoutLoopDevicesUsesFuse) {
+  if (::geteuid() != 0) GTEST_SKIP() << "loop devices are root's";
+  std::string before = testing::mount_table();
+  auto r = capsa_without_loop_devices(std::getenv("PATH"), {"exec", image, "sh", "-c",
+                                                            "ps -o args | grep -c '^[s]quashfuse_ll.*" + image + "'"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "1\n") << "the image is served by squashfuse_ll";
+  EXPECT_EQ(r.err, "");
+  expect_nothing_left(before, image);
+}
+
+TEST_F(Errors, NeitherLoopDevicesNorFuse) {
+  if (::geteuid() != 0) GTEST_SKIP() << "loop devices are root's";
+  std::string before = testing::mount_table();
+  auto r = capsa_without_loop_devices("/nonexistent", {"exec", image, "true"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "capsa: error: no way to mount the image: no loop device (asking /dev/loop-control for a free loop "
+                   "device: Inappropriate ioctl for device) and squashfuse_ll was not found on PATH (load the loop "
+                   "module, or install the squashfuse package)\n");
   expect_nothing_left(before, image);
 }
 
