@@ -22,6 +22,7 @@ struct ActionFlags {
   std::vector<std::string> mounts;
   std::vector<std::string> env;
   std::vector<std::string> env_files;
+  std::vector<std::string> no_mount;
   std::string home;
   std::string pwd;
   std::string workdir;
@@ -31,6 +32,7 @@ struct ActionFlags {
   bool cleanenv = false;
   bool no_home = false;
   bool writable_tmpfs = false;
+  bool writable = false;
   bool nv = false;
   bool nvccli = false;
   bool userns = false;
@@ -63,6 +65,10 @@ runtime::ActionRequest request_from(const std::string& action, const ActionFlags
   r.cleanenv = f.cleanenv || f.containall || env_flag("CLEANENV") || env_flag("CONTAINALL");
   r.no_home = f.no_home || env_flag("NO_HOME");
   r.writable_tmpfs = f.writable_tmpfs || env_flag("WRITABLE_TMPFS");
+  r.writable = f.writable || env_flag("WRITABLE");
+  r.no_mount = f.no_mount;
+  if (r.no_mount.empty())
+    if (auto list = env_value("NO_MOUNT")) r.no_mount = {*list};
   r.home = !f.home.empty() ? f.home : env_value("HOME").value_or("");
   r.pwd = !f.pwd.empty() ? f.pwd : env_value("PWD").value_or(env_value("CWD").value_or(""));
   r.workdir = !f.workdir.empty() ? f.workdir : env_value("WORKDIR").value_or("");
@@ -89,12 +95,18 @@ void add_action(CLI::App& app, const std::string& name, const std::string& descr
   cmd->add_option("--env", flags->env, "NAME=VALUE to set inside (repeatable)")->allow_extra_args(false);
   cmd->add_option("--env-file", flags->env_files, "File of NAME=VALUE lines to set inside")->allow_extra_args(false);
   cmd->add_flag("--no-home", flags->no_home, "Do not mount the home directory");
+  cmd->add_option("--no-mount", flags->no_mount,
+                  "Leave out system mounts: proc, sys, dev, devpts, tmp, home, cwd, hostfs, bind-paths, or a "
+                  "destination such as /etc/hosts (comma lists; also APPTAINER_NO_MOUNT)")
+      ->allow_extra_args(false);
   cmd->add_option("-H,--home", flags->home, "Home directory: SRC[:DEST]");
   cmd->add_option("--pwd,--cwd", flags->pwd, "Working directory inside the container");
   cmd->add_option("-W,--workdir", flags->workdir, "Host directory backing /tmp and /var/tmp (and home with --contain)");
   cmd->add_flag("--nv", flags->nv, "Bring in the host's NVIDIA driver, tools and devices (also APPTAINER_NV)");
   cmd->add_flag("--nvccli", flags->nvccli, "Set up the NVIDIA driver with nvidia-container-cli (also APPTAINER_NVCCLI)");
   cmd->add_flag("--writable-tmpfs", flags->writable_tmpfs, "Let the container write, to a 64 MiB tmpfs discarded at exit");
+  cmd->add_flag("-w,--writable", flags->writable,
+                "Run a sandbox directory read-write: writes land in it (also APPTAINER_WRITABLE)");
   cmd->add_flag("-u,--userns", flags->userns, "Run in a user namespace (capsa always does unless run by root)");
   cmd->add_flag("-d,--debug", flags->debug, "Print the mount plan");
   cmd->add_flag("-q,--quiet", flags->quiet, "No progress output when a docker:// image is pulled first");

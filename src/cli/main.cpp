@@ -71,6 +71,10 @@ int main(int argc, char** argv) {
     app.parse(reversed);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
+  } catch (const capsa::StatusError& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "%s: error: %s\n", inv.program_name.c_str(), e.what());
+    return e.status();
   } catch (const capsa::Error& e) {
     std::fflush(stdout);
     std::fprintf(stderr, "%s: error: %s\n", inv.program_name.c_str(), e.what());

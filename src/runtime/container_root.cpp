@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <fstream>
+#include <iostream>
 
 #include "util/error.hpp"
 #include "util/fd.hpp"
@@ -109,14 +110,16 @@ bool host_path_exists(const std::string& path, bool* is_dir) {
 }
 
 // Mount targets the image lacks are made in session/points, which the overlay lays
-// over the image. A target whose parent is not a directory in the image is left out.
-void prepare_points(const std::string& image, const std::string& points, std::vector<MountStep>& steps) {
+// over the image (not with --writable: `create` false). A target whose parent is not a
+// directory in the image is left out.
+void prepare_points(const std::string& image, const std::string& points, std::vector<MountStep>& steps, bool create) {
   UniqueFd image_fd = open_file(image, O_PATH | O_DIRECTORY);
   for (MountStep& step : steps) {
     if (step.kind == MountStep::Kind::Bind || step.kind == MountStep::Kind::RecursiveBind) {
       bool is_dir = false;
       if (!host_path_exists(step.source, &is_dir)) {
-        if (step.required) throw Error("bind source " + step.source + " does not exist on the host");
+        if (step.required)
+          throw Error("bind source " + step.source + " does not exist on the host (check the path given to -B/--bind)");
         continue;
       }
       step.directory = is_dir;
@@ -126,8 +129,21 @@ void prepare_points(const std::string& image, const std::string& points, std::ve
       ::close(fd);
       continue;
     }
-    create_point(points, step.target, step.directory);
+    if (create) create_point(points, step.target, step.directory);
   }
+}
+
+// mount(2) refuses a directory over a file and a file over a directory with a bare
+// ENOTDIR/EISDIR; say which path is which instead.
+void check_bind_types(const MountStep& step, int target_fd) {
+  struct stat source {}, target {};
+  if (::stat(step.source.c_str(), &source) != 0 || ::fstat(target_fd, &target) != 0) return;
+  bool source_dir = S_ISDIR(source.st_mode), target_dir = S_ISDIR(target.st_mode);
+  if (source_dir == target_dir) return;
+  throw Error("binding " + step.source + " to " + step.target + ": " + step.source + " is " +
+              (source_dir ? "a directory" : "a file") + " but " + step.target + " is " +
+              (target_dir ? "a directory" : "a file") + " in the container (give a destination of the same kind, " +
+              "or one that does not exist in the image)");
 }
 
 // Read-only remount of a bind keeps the flags the kernel locked on the original mount
@@ -144,12 +160,17 @@ void remount_read_only(const std::string& target) {
 }
 
 // A target below an earlier mount (say /dev/shm on the --contain /dev tmpfs) cannot be
-// prepared in the image: create it now, in the parent that mount provides.
-void create_below_mount(int root_fd, const MountStep& step) {
+// prepared in the image: create it now, in the parent that mount provides. With
+// --writable the parent may be the image itself, which is never written to.
+void create_below_mount(int root_fd, const MountStep& step, bool writable_image) {
   auto slash = step.target.find_last_of('/');
   std::string parent = step.target.substr(0, slash), name = step.target.substr(slash + 1);
   UniqueFd dir(open_in_root(root_fd, parent.empty() ? "/" : parent, O_RDONLY | O_DIRECTORY));
   if (!dir || name.empty()) return;
+  if (writable_image) {
+    struct stat root {}, here {};
+    if (::fstat(root_fd, &root) != 0 || ::fstat(dir.get(), &here) != 0 || here.st_dev == root.st_dev) return;
+  }
   if (step.directory) {
     ::mkdirat(dir.get(), name.c_str(), 0755);
   } else {
@@ -158,17 +179,36 @@ void create_below_mount(int root_fd, const MountStep& step) {
   }
 }
 
-void apply_step(int root_fd, const std::string& session, const MountStep& step) {
-  if (step.kind == MountStep::Kind::Bind || step.kind == MountStep::Kind::RecursiveBind) {
+void apply_step(int root_fd, const std::string& session, const MountStep& step, bool writable_image) {
+  const bool is_bind = step.kind == MountStep::Kind::Bind || step.kind == MountStep::Kind::RecursiveBind;
+  if (is_bind) {
     bool is_dir = false;
     if (!host_path_exists(step.source, &is_dir)) return;  // optional and absent (checked before)
   }
   UniqueFd target(open_in_root(root_fd, step.target, O_PATH));
-  if (!target) create_below_mount(root_fd, step);
+  if (!target) create_below_mount(root_fd, step, writable_image);
   if (!target) target.reset(open_in_root(root_fd, step.target, O_PATH));
+  if (!target && writable_image) {
+    if (!step.required) return;  // optional system files (/etc/localtime...) go unsaid
+    if (step.user_requested)
+      throw Error(step.target + " does not exist in the image, and --writable cannot create mount points " +
+                  "(create it in the sandbox, or run without --writable)");
+    std::cerr << "WARNING: skipping the mount on " << step.target
+              << ": it does not exist in the image (--writable cannot create it)\n";
+    return;
+  }
   if (!target) {
     if (!step.required) return;
     throw_errno("mount point " + step.target + " in the container");
+  }
+  if (is_bind) {
+    if (!step.required) {
+      struct stat source {}, there {};
+      if (::stat(step.source.c_str(), &source) == 0 && ::fstat(target.get(), &there) == 0 &&
+          S_ISDIR(source.st_mode) != S_ISDIR(there.st_mode))
+        return;  // an optional system file the image has as something else
+    }
+    check_bind_types(step, target.get());
   }
   std::string where = fd_path(target.get());
   switch (step.kind) {
@@ -237,21 +277,26 @@ void build_root_and_enter(const RootLayout& layout, const std::vector<MountStep>
   for (const auto& [name, content] : session_files) write_file(layout.session + "/files/" + name, content);
 
   std::vector<MountStep> steps = plan;
-  prepare_points(image, points, steps);
+  prepare_points(image, points, steps, !layout.writable_image);
 
-  std::string options = "lowerdir=" + points + ":" + image;
-  unsigned long flags = MS_NOSUID | MS_NODEV;
-  if (layout.writable_tmpfs) {
-    options += ",upperdir=" + layout.session + "/upper,workdir=" + layout.session + "/work";
-    if (!layout.privileged) options += ",userxattr";  // unprivileged overlay keeps its metadata in user.* xattrs
+  if (layout.writable_image) {
+    if (::mount(image.c_str(), root.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0)
+      throw_errno("binding the image read-write (--writable)");
   } else {
-    flags |= MS_RDONLY;
+    std::string options = "lowerdir=" + points + ":" + image;
+    unsigned long flags = MS_NOSUID | MS_NODEV;
+    if (layout.writable_tmpfs) {
+      options += ",upperdir=" + layout.session + "/upper,workdir=" + layout.session + "/work";
+      if (!layout.privileged) options += ",userxattr";  // unprivileged overlay keeps its metadata in user.* xattrs
+    } else {
+      flags |= MS_RDONLY;
+    }
+    if (::mount("overlay", root.c_str(), "overlay", flags, options.c_str()) != 0)
+      throw_errno("mounting the container's overlay (" + std::string(layout.writable_tmpfs ? "--writable-tmpfs" : "read-only") + ")");
   }
-  if (::mount("overlay", root.c_str(), "overlay", flags, options.c_str()) != 0)
-    throw_errno("mounting the container's overlay (" + std::string(layout.writable_tmpfs ? "--writable-tmpfs" : "read-only") + ")");
 
   UniqueFd root_fd = open_file(root, O_PATH | O_DIRECTORY);
-  for (const MountStep& step : steps) apply_step(root_fd.get(), layout.session, step);
+  for (const MountStep& step : steps) apply_step(root_fd.get(), layout.session, step, layout.writable_image);
   root_fd.reset();
   if (before_enter) before_enter(root);  // --nvccli configures the mounted root here
   enter_root(root);

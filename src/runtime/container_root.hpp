@@ -3,7 +3,8 @@
 //   session/image   the image (squashfs, read-only)
 //   session/points  empty directories and files where the image lacks a mount target
 //   session/upper   (--writable-tmpfs) where writes go
-//   session/root    overlay of points over image (over upper), then every MountStep
+//   session/root    overlay of points over image (over upper), then every MountStep;
+//                   with --writable (a sandbox) the image itself, read-write, no overlay
 // then pivot_root into session/root. Every target is resolved inside the new root, so a
 // symlink in the image can never redirect a mount onto the host.
 #include <functional>
@@ -18,6 +19,10 @@ struct RootLayout {
   std::string session;       // a tmpfs mounted for this container
   bool writable_tmpfs = false;
   bool privileged = false;   // real root: may mount proc/tmpfs without a user namespace
+  // --writable: the image (a sandbox directory) is the root, read-write. Nothing is
+  // created in it: a missing system mount point is skipped with a warning, a missing
+  // home or -B destination is an error, as in Apptainer (§5.4).
+  bool writable_image = false;
 };
 
 // session/image must already hold the image. `session_files` maps a SessionFile step's

@@ -1,18 +1,18 @@
 #include "runtime/image_mount.hpp"
 
 #include <fcntl.h>
-#include <linux/loop.h>
 #include <signal.h>
-#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
+#include "runtime/loop_device.hpp"
 #include "util/error.hpp"
 #include "util/fd.hpp"
 
@@ -22,40 +22,39 @@ namespace {
 constexpr unsigned long kImageMountFlags = MS_RDONLY | MS_NOSUID | MS_NODEV;
 
 void mount_with_loop_device(const SquashfsLocation& image, const std::string& target) {
-  UniqueFd control = open_file("/dev/loop-control", O_RDWR);
   UniqueFd backing = open_file(image.file, O_RDONLY);
-  // Another container may grab the free device between GET_FREE and CONFIGURE: retry.
-  for (int attempt = 0; attempt < 16; ++attempt) {
-    int number = ::ioctl(control.get(), LOOP_CTL_GET_FREE);
-    if (number < 0) throw_errno("finding a free loop device");
-    std::string device = "/dev/loop" + std::to_string(number);
-    UniqueFd loop = open_file(device, O_RDONLY);
-    loop_config config{};
-    config.fd = static_cast<__u32>(backing.get());
-    config.info.lo_offset = image.offset;
-    config.info.lo_sizelimit = image.size;
-    // Auto-clear: the device is released when its last user (the mount) goes away.
-    config.info.lo_flags = LO_FLAGS_READ_ONLY | LO_FLAGS_AUTOCLEAR;
-    if (::ioctl(loop.get(), LOOP_CONFIGURE, &config) != 0) {
-      if (errno == EBUSY) continue;
-      throw_errno("configuring " + device + " for " + image.file);
-    }
-    if (::mount(device.c_str(), target.c_str(), "squashfs", kImageMountFlags, nullptr) != 0) {
-      int err = errno;
-      ::ioctl(loop.get(), LOOP_CLR_FD, 0);
-      throw SystemError("mounting the squashfs of " + image.file + " from " + device, err);
-    }
-    return;
+  LoopDevice loop = attach_read_only_loop(backing.get(), image.file, image.offset, image.size);
+  // On failure nothing needs undoing: closing the last descriptor auto-clears the device.
+  if (::mount(loop.path.c_str(), target.c_str(), "squashfs", kImageMountFlags, nullptr) != 0)
+    throw_errno("mounting the squashfs of " + image.file + " from " + loop.path);
+}
+
+bool on_path(const std::string& program) {
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "/usr/bin:/bin";
+  std::size_t start = 0;
+  while (start <= dirs.size()) {
+    std::size_t end = dirs.find(':', start);
+    if (end == std::string::npos) end = dirs.size();
+    std::string dir = dirs.substr(start, end - start);
+    if (::access(((dir.empty() ? "." : dir) + "/" + program).c_str(), X_OK) == 0) return true;
+    start = end + 1;
   }
-  throw Error("no free loop device for " + image.file + " after 16 attempts");
+  return false;
 }
 
 void mount_with_squashfuse(const SquashfsLocation& image, const std::string& target) {
+  // Checked first: a server that cannot start would only show as a dead mount.
+  if (!on_path("squashfuse_ll"))
+    throw Error("squashfuse_ll was not found on PATH (unprivileged containers mount their image with it: "
+                "install the squashfuse package, or run as root)");
   UniqueFd fuse(::open("/dev/fuse", O_RDWR));  // inherited by squashfuse: no O_CLOEXEC
   if (!fuse) {
     int err = errno;
-    throw SystemError("opening /dev/fuse (unprivileged containers mount their image with FUSE; "
-                      "check that the fuse module is loaded and /dev/fuse is mode 0666)", err);
+    throw SystemError("cannot open /dev/fuse: " + std::string(std::strerror(err)) +
+                          " (unprivileged containers mount their image with FUSE: load the fuse module and make "
+                          "/dev/fuse mode 0666, or run as root)",
+                      err, SystemError::kPreformatted);
   }
   std::string options = "fd=" + std::to_string(fuse.get()) + ",rootmode=40000,user_id=" +
                         std::to_string(::getuid()) + ",group_id=" + std::to_string(::getgid());
@@ -95,8 +94,17 @@ void mount_with_squashfuse(const SquashfsLocation& image, const std::string& tar
 
 MountDriver mount_squashfs(const SquashfsLocation& image, const std::string& target, bool privileged) {
   if (privileged) {
-    mount_with_loop_device(image, target);
-    return MountDriver::KernelLoop;
+    try {
+      mount_with_loop_device(image, target);
+      return MountDriver::KernelLoop;
+    } catch (const NoLoopDevices& no_loop) {
+      // Root without loop devices (a container, no loop module) can still use FUSE, as
+      // Apptainer falls back to squashfuse; only when that is missing too is it an error.
+      if (!on_path("squashfuse_ll"))
+        throw Error(std::string("no way to mount the image: no loop device (") + no_loop.what() +
+                    ") and squashfuse_ll was not found on PATH (load the loop module, or install the squashfuse "
+                    "package)");
+    }
   }
   mount_with_squashfuse(image, target);
   return MountDriver::Fuse;

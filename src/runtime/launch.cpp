@@ -7,11 +7,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <climits>
+#include <cstdio>
+#include <cstring>
 #include <functional>
 #include <cstdlib>
 #include <iostream>
 
+#include "runtime/action_without_shell.hpp"
 #include "runtime/container_root.hpp"
 #include "runtime/environment.hpp"
 #include "runtime/gpu/nvccli.hpp"
@@ -66,7 +70,29 @@ SquashfsLocation locate_squashfs(const std::string& path) {
     throw FormatError(path + ": primary partition (object " + std::to_string(primary->id) + ") is " +
                       std::string(sif::name_of(primary->partition().fs_type)) +
                       ", not squashfs: capsa runs squashfs images");
+  // A damaged partition is found here, in one line, rather than as a mount failure (root)
+  // or a FUSE server that dies (unprivileged). The root directory is read too: it is
+  // what the container needs first, and a cheap check of the tables behind it.
+  try {
+    squashfs::Reader reader(image.fd(), static_cast<std::uint64_t>(primary->offset),
+                            static_cast<std::uint64_t>(primary->size), path + ": primary partition");
+    if (!reader.list_directory("/")) throw FormatError(path + ": primary partition: the root is not a directory");
+  } catch (const FormatError& e) {
+    throw FormatError(std::string(e.what()) + " (the image is damaged or incomplete: copy, pull or build it again)");
+  }
   return {path, static_cast<std::uint64_t>(primary->offset), static_cast<std::uint64_t>(primary->size)};
+}
+
+// --writable on a SIF: Apptainer writes to an ext3 overlay partition inside the file and
+// refuses a SIF without one; capsa does not mount those partitions (yet), so both end here.
+[[noreturn]] void refuse_writable_sif(const std::string& path) {
+  sif::Image image = sif::Image::open(path);
+  for (const sif::Descriptor& d : image.objects())
+    if (d.data_type == sif::DataType::Partition && d.partition().part_type == sif::PartType::Overlay)
+      throw Error(path + ": --writable would write to the SIF's overlay partition, which capsa does not support yet "
+                  "(use --writable-tmpfs for a temporary writable layer, or a sandbox directory)");
+  throw Error(path + ": --writable needs a writable overlay partition and this SIF has none "
+              "(use --writable-tmpfs for a temporary writable layer discarded at exit, or a sandbox directory)");
 }
 
 // With --nv, /.singularity.d/libs ends LD_LIBRARY_PATH (the image's 99-base.sh appends it;
@@ -87,7 +113,28 @@ std::string action_script(const std::string& action, const std::string& injectio
       "unset capsa_env\n" + injection;
   if (gpu_libraries) script += kGpuLibraryPath;
   if (action == "exec") {
-    script += "exec \"$@\"\n";
+    // A command the container does not have ends with Apptainer's words and status 127
+    // (the shell's own message names the shell, not the command's PATH).
+    script += std::string("capsa_program='") + program_invocation_short_name + "'\n";
+    script +=
+        "case \"$1\" in\n"
+        "  */*) if [ ! -e \"$1\" ]; then\n"
+        "         printf '%s: error: \"%s\": no such file or directory\\n' \"$capsa_program\" \"$1\" >&2; exit 127\n"
+        "       fi ;;\n"
+        "  *) capsa_found=; capsa_ifs=$IFS; IFS=:\n"
+        "     for capsa_dir in $PATH; do\n"
+        "       if [ -f \"${capsa_dir:-.}/$1\" ] && [ -x \"${capsa_dir:-.}/$1\" ]; then capsa_found=1; break; fi\n"
+        "     done\n"
+        "     IFS=$capsa_ifs\n"
+        // Not a file on PATH, but the shell may still run it (busybox applets, builtins).
+        "     [ -n \"$capsa_found\" ] || capsa_found=$(command -v \"$1\")\n"
+        "     if [ -z \"$capsa_found\" ]; then\n"
+        "       printf '%s: error: \"%s\": executable file not found in $PATH\\n' \"$capsa_program\" \"$1\" >&2; exit 127\n"
+        "     fi\n"
+        "     unset capsa_found capsa_ifs capsa_dir ;;\n"
+        "esac\n"
+        "unset capsa_program\n"
+        "exec \"$@\"\n";
   } else if (action == "run") {
     script +=
         "if [ -x /.singularity.d/runscript ]; then exec /.singularity.d/runscript \"$@\"; fi\n"
@@ -120,33 +167,50 @@ void pass_gpu_selection(const EnvMap& host, ComposedEnvironment& env) {
     if (auto it = host.find(name); it != host.end() && !env.process.count(name)) env.process[name] = it->second;
 }
 
-[[noreturn]] void exec_in_container(const ActionRequest& r, const ComposedEnvironment& env) {
-  EnvMap process = env.process;
-  // No shell, so no script appends the driver libraries: they are the whole path.
-  if ((r.nv || r.nvccli) && ::access("/bin/sh", X_OK) != 0 && !process.count("LD_LIBRARY_PATH"))
-    process["LD_LIBRARY_PATH"] = gpu::kLibsDir;
-  std::vector<std::string> envp_strings = to_envp(process);
-  std::vector<char*> envp;
-  for (auto& s : envp_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
+std::vector<char*> c_strings(std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  for (auto& s : strings) out.push_back(s.data());
+  out.push_back(nullptr);
+  return out;
+}
 
-  std::vector<std::string> argv_strings;
-  if (::access("/bin/sh", X_OK) == 0) {
-    argv_strings = {"/bin/sh", "-c", action_script(r.action, injection_script(env.injected), r.nv || r.nvccli), r.action};
-    argv_strings.insert(argv_strings.end(), r.args.begin(), r.args.end());
-  } else if (r.action == "exec" && !r.args.empty()) {
-    // No shell in the image (distroless): no environment scripts, the command itself.
-    argv_strings = r.args;
-  } else {
-    throw Error("the image has no /bin/sh to run its " + r.action + " script; use `capsa exec IMAGE COMMAND`");
+// The image has no /bin/sh: the environment and the action are worked out in-process
+// (action_without_shell.hpp) and the command is executed directly.
+[[noreturn]] void exec_without_shell(const ActionRequest& r, const ComposedEnvironment& env) {
+  EnvMap process = environment_without_shell(env.process, env.injected);
+  if (r.nv || r.nvccli) {
+    std::string libs = process["LD_LIBRARY_PATH"];
+    if ((":" + libs + ":").find(std::string(":") + gpu::kLibsDir + ":") == std::string::npos)
+      process["LD_LIBRARY_PATH"] = libs.empty() ? std::string(gpu::kLibsDir) : libs + ":" + gpu::kLibsDir;
   }
-  std::vector<char*> argv;
-  for (auto& s : argv_strings) argv.push_back(s.data());
-  argv.push_back(nullptr);
+  std::vector<std::string> argv_strings = action_argv_without_shell(r.action, r.args, process);
+  if (argv_strings.empty()) {  // `test` without a test script passes, as in Apptainer
+    std::cerr << "no test script in this container\n";
+    std::exit(0);
+  }
+  std::string program = find_command(argv_strings[0], process);
+  std::vector<std::string> envp_strings = to_envp(process);
+  std::vector<char*> argv = c_strings(argv_strings), envp = c_strings(envp_strings);
+  ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+  ::execve(program.c_str(), argv.data(), envp.data());
+  int err = errno;
+  if (err == ENOENT)  // the file is there (find_command saw it): its #! interpreter is not
+    throw StatusError("\"" + argv_strings[0] + "\": its interpreter is not in the image", 127);
+  throw StatusError("\"" + argv_strings[0] + "\": " + std::strerror(err), 126);
+}
+
+[[noreturn]] void exec_in_container(const ActionRequest& r, const ComposedEnvironment& env) {
+  if (::access("/bin/sh", X_OK) != 0) exec_without_shell(r, env);
+  std::vector<std::string> envp_strings = to_envp(env.process);
+  std::vector<std::string> argv_strings = {"/bin/sh", "-c",
+                                           action_script(r.action, injection_script(env.injected), r.nv || r.nvccli),
+                                           r.action};
+  argv_strings.insert(argv_strings.end(), r.args.begin(), r.args.end());
+  std::vector<char*> argv = c_strings(argv_strings), envp = c_strings(envp_strings);
   // Nothing the container runs may gain privileges (setuid binaries in the image included).
   ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
-  ::execvpe(argv[0], argv.data(), envp.data());
-  throw_errno("running " + argv_strings[0] + " in the container");
+  ::execve("/bin/sh", argv.data(), envp.data());
+  throw_errno("running /bin/sh in the container");
 }
 
 void enter_working_directory(const std::string& wanted, bool explicit_pwd, const std::string& home) {
@@ -167,6 +231,12 @@ void launch(const ActionRequest& r) {
   const bool sandbox = S_ISDIR(st.st_mode);
   SquashfsLocation squashfs;
   if (!sandbox) squashfs = locate_squashfs(image);
+  bool writable_tmpfs = r.writable_tmpfs;
+  if (r.writable && writable_tmpfs) {
+    std::cerr << "WARNING: Disabling --writable-tmpfs flag, mutually exclusive with --writable\n";  // Apptainer's words
+    writable_tmpfs = false;
+  }
+  if (r.writable && !sandbox) refuse_writable_sif(image);
 
   MountRequest mounts;
   mounts.home_source = caller_home();
@@ -181,13 +251,15 @@ void launch(const ActionRequest& r) {
   mounts.contain = r.contain;
   mounts.no_home = r.no_home;
   mounts.workdir = r.workdir;
+  std::vector<std::string> unknown_no_mount;
+  mounts.no_mount = parse_no_mount(r.no_mount, &unknown_no_mount);
+  for (const auto& name : unknown_no_mount) std::cerr << "WARNING: Ignoring unknown mount type '" << name << "'\n";
   std::vector<MountStep> plan = plan_mounts(mounts);
-  bool writable_tmpfs = r.writable_tmpfs;
   std::function<void(const std::string&)> before_enter;
   if (r.nvccli) {
     // nvidia-container-cli writes the driver into the root: it needs a writable one.
     gpu::NvccliRequest nvccli = gpu::nvccli_request(gpu::require_nvidia_container_cli(host_path()), r.contain, !privileged);
-    writable_tmpfs = true;
+    if (!r.writable) writable_tmpfs = true;
     before_enter = [nvccli](const std::string& root) { gpu::configure_root_with_nvccli(nvccli, root); };
   } else if (r.nv) {
     gpu::NvidiaPlan nvidia = gpu::plan_nvidia(gpu::host_nvidia_request(r.contain));
@@ -229,7 +301,7 @@ void launch(const ActionRequest& r) {
   std::vector<std::pair<std::string, std::string>> files = {
       {"passwd", passwd_with_caller(read_image_file(image_root, "/etc/passwd"), account)},
       {"group", group_with_caller(read_image_file(image_root, "/etc/group"), account)}};
-  build_root_and_enter({session_point, writable_tmpfs, privileged}, plan, files, before_enter);
+  build_root_and_enter({session_point, writable_tmpfs, privileged, r.writable}, plan, files, before_enter);
 
   enter_working_directory(r.pwd.empty() ? mounts.cwd : r.pwd, !r.pwd.empty(), mounts.home_destination);
   exec_in_container(r, env);

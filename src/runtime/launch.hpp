@@ -24,6 +24,8 @@ struct ActionRequest {
   bool cleanenv = false;
   bool no_home = false;
   bool writable_tmpfs = false;
+  bool writable = false;           // --writable: a sandbox read-write (a SIF has no writable partition)
+  std::vector<std::string> no_mount;  // --no-mount values (comma lists allowed)
   bool nv = false;                 // --nv: the host's NVIDIA driver (docs/gpu.md)
   bool nvccli = false;             // --nvccli: the same through nvidia-container-cli
   bool debug = false;              // print the mount plan

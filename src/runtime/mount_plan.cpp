@@ -23,38 +23,90 @@ MountStep host_file(const std::string& path) {
   return step;
 }
 
+MountStep user_bind(std::string source, std::string target, bool read_only = false) {
+  MountStep step = bind(std::move(source), std::move(target), read_only);
+  step.user_requested = true;
+  return step;
+}
+
+bool skipped_bind_path(const NoMount& no, const std::string& destination) {
+  if (no.all_bind_paths) return true;
+  for (const std::string& path : no.bind_paths)
+    if (path == destination) return true;
+  return false;
+}
+
 }  // namespace
+
+NoMount parse_no_mount(const std::vector<std::string>& values, std::vector<std::string>* unknown) {
+  NoMount no;
+  for (const std::string& value : values) {
+    std::size_t start = 0;
+    while (start <= value.size()) {
+      std::size_t end = value.find(',', start);
+      if (end == std::string::npos) end = value.size();
+      std::string name = value.substr(start, end - start);
+      start = end + 1;
+      if (name.empty()) continue;
+      if (name == "proc") no.proc = true;
+      else if (name == "sys") no.sys = true;
+      else if (name == "dev") no.dev = true;
+      else if (name == "devpts") no.devpts = true;
+      else if (name == "home") no.home = true;
+      else if (name == "tmp") no.tmp = true;
+      else if (name == "cwd") no.cwd = true;
+      else if (name == "hostfs") {}  // capsa never mounts the host's file systems (Apptainer's default)
+      else if (name == "bind-paths") no.all_bind_paths = true;
+      else if (name[0] == '/') no.bind_paths.push_back(name);
+      else if (unknown) unknown->push_back(name);
+    }
+  }
+  return no;
+}
 
 std::vector<MountStep> plan_mounts(const MountRequest& r) {
   std::vector<MountStep> steps;
   auto add = [&](MountStep step) { steps.push_back(std::move(step)); };
+  const NoMount& no = r.no_mount;
 
   // The host's devices stay visible (GPUs, InfiniBand) unless contained.
-  add(MountStep{MountStep::Kind::RecursiveBind, "/proc", "/proc"});
-  add(MountStep{MountStep::Kind::RecursiveBind, "/sys", "/sys"});
-  if (r.contain) {
+  if (!no.proc) add(MountStep{MountStep::Kind::RecursiveBind, "/proc", "/proc"});
+  if (!no.sys) add(MountStep{MountStep::Kind::RecursiveBind, "/sys", "/sys"});
+  if (no.dev) {
+    // --no-mount dev: the image's own /dev, as Apptainer leaves it.
+  } else if (r.contain) {
     add(MountStep{MountStep::Kind::Tmpfs, "", "/dev"});
     for (const char* device : {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"}) {
       MountStep step = host_file(device);
       add(step);
     }
-    add(MountStep{MountStep::Kind::RecursiveBind, "/dev/pts", "/dev/pts", false, true, false});
+    // Only the minimal /dev has a /dev/pts of its own to leave out; the full one is the host's.
+    if (!no.devpts) add(MountStep{MountStep::Kind::RecursiveBind, "/dev/pts", "/dev/pts", false, true, false});
     add(MountStep{MountStep::Kind::Tmpfs, "", "/dev/shm"});
   } else {
     add(MountStep{MountStep::Kind::RecursiveBind, "/dev", "/dev"});
   }
 
-  for (const char* file : {"/etc/hosts", "/etc/localtime", "/etc/resolv.conf"}) add(host_file(file));
+  // Apptainer's default `bind path` entries plus its resolv.conf, which --no-mount
+  // bind-paths or their destination turn off.
+  for (const char* file : {"/etc/hosts", "/etc/localtime", "/etc/resolv.conf"})
+    if (!skipped_bind_path(no, file)) add(host_file(file));
 
-  if (!r.no_home) {
-    if (!r.contain) add(bind(r.home_source, r.home_destination));
-    else if (!r.workdir.empty()) add(bind(r.workdir + "/home", r.home_destination));
-    else add(MountStep{MountStep::Kind::Tmpfs, "", r.home_destination});
+  if (!r.no_home && !no.home) {
+    if (!r.contain) add(user_bind(r.home_source, r.home_destination));
+    else if (!r.workdir.empty()) add(user_bind(r.workdir + "/home", r.home_destination));
+    else {
+      MountStep home{MountStep::Kind::Tmpfs, "", r.home_destination};
+      home.user_requested = true;
+      add(home);
+    }
   }
 
-  for (const BindSpec& b : r.binds) add(bind(b.source, b.destination, b.read_only));
+  for (const BindSpec& b : r.binds) add(user_bind(b.source, b.destination, b.read_only));
 
-  if (!r.contain) {
+  if (no.tmp) {
+    // --no-mount tmp: the image's own /tmp and /var/tmp.
+  } else if (!r.contain) {
     add(bind("/tmp", "/tmp"));
     add(bind("/var/tmp", "/var/tmp"));
   } else if (!r.workdir.empty()) {
@@ -75,7 +127,7 @@ std::vector<MountStep> plan_mounts(const MountRequest& r) {
   bool cwd_visible = r.cwd.empty() || r.cwd == "/";
   for (const MountStep& step : steps)
     if (step.kind != MountStep::Kind::SessionFile && is_under(r.cwd, step.target) && step.directory) cwd_visible = true;
-  if (!cwd_visible && !r.contain) {
+  if (!cwd_visible && !r.contain && !no.cwd) {
     MountStep step = bind(r.cwd, r.cwd);
     step.required = false;
     add(step);

@@ -22,9 +22,23 @@ struct MountStep {
   bool read_only = false;
   bool directory = true;   // what to create in the image when target is missing
   bool required = true;    // false: skipped when the source does not exist on the host
+  bool user_requested = false;  // home and -B binds: with --writable a missing target is an error
+
 
   bool operator==(const MountStep&) const = default;
 };
+
+// The system mounts `--no-mount` turns off (Apptainer's names; §1.2).
+struct NoMount {
+  bool proc = false, sys = false, dev = false, devpts = false, home = false, tmp = false, cwd = false;
+  bool all_bind_paths = false;            // bind-paths: /etc/hosts, /etc/localtime, /etc/resolv.conf
+  std::vector<std::string> bind_paths;    // absolute destinations of those, one by one
+  bool operator==(const NoMount&) const = default;
+};
+
+// Parses `--no-mount` values (each may be a comma list). Unknown names are not errors in
+// Apptainer: they come back in `unknown` for a warning.
+NoMount parse_no_mount(const std::vector<std::string>& values, std::vector<std::string>* unknown = nullptr);
 
 struct MountRequest {
   std::string home_source;       // the caller's home on the host
@@ -34,6 +48,7 @@ struct MountRequest {
   bool contain = false;          // --contain / --containall
   bool no_home = false;          // --no-home
   std::string workdir;           // --workdir: backs /tmp, /var/tmp (and home with --contain)
+  NoMount no_mount;              // --no-mount
 };
 
 std::vector<MountStep> plan_mounts(const MountRequest& request);

@@ -5,6 +5,8 @@
 #include <sys/mount.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <string>
 
 #include "util/error.hpp"
@@ -18,6 +20,35 @@ void write_proc_file(const char* path, const std::string& text) {
   if (::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size())) throw_errno(path);
 }
 
+std::string first_line(const char* path) {
+  std::string text;
+  if (UniqueFd fd{::open(path, O_RDONLY | O_CLOEXEC)}) {
+    char buf[64];
+    ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    if (n > 0) text.assign(buf, static_cast<std::size_t>(n));
+  }
+  return text.substr(0, text.find('\n'));
+}
+
+// Why unshare(CLONE_NEWUSER) failed, in the words of the setting that causes it.
+[[noreturn]] void explain_user_namespace_failure(int err) {
+  std::string why;
+  if (first_line("/proc/sys/user/max_user_namespaces") == "0")
+    why = "user namespaces are disabled on this machine (/proc/sys/user/max_user_namespaces is 0)";
+  else if (first_line("/proc/sys/kernel/unprivileged_userns_clone") == "0")
+    why = "unprivileged user namespaces are disabled on this machine (kernel.unprivileged_userns_clone is 0)";
+  else if (first_line("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") == "1")
+    why = "AppArmor restricts unprivileged user namespaces (kernel.apparmor_restrict_unprivileged_userns is 1)";
+  else if (err == ENOSPC)
+    why = "the limit of user namespaces is reached (/proc/sys/user/max_user_namespaces)";
+  else
+    why = "the kernel refused a user namespace";
+  throw SystemError("cannot create a user namespace: " + why + ": " + std::strerror(err) +
+                        " (unprivileged containers need them: ask the administrator to enable user namespaces, "
+                        "or run as root)",
+                    err, SystemError::kPreformatted);
+}
+
 }  // namespace
 
 void enter_container_namespaces(const Identity& caller) {
@@ -25,13 +56,7 @@ void enter_container_namespaces(const Identity& caller) {
     if (::unshare(CLONE_NEWNS) != 0) throw_errno("creating a mount namespace");
     return;
   }
-  if (::unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) {
-    int err = errno;
-    throw SystemError(
-        "creating a user namespace (unprivileged containers need user namespaces: check "
-        "/proc/sys/user/max_user_namespaces, and on Ubuntu the AppArmor userns restriction)",
-        err);
-  }
+  if (::unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) explain_user_namespace_failure(errno);
   // The caller stays who they are: their uid and gid map to themselves, nothing else.
   // setgroups must be denied before an unprivileged process may write gid_map.
   write_proc_file("/proc/self/setgroups", "deny");

@@ -33,6 +33,17 @@ class SystemError : public Error {
   int errno_value_;
 };
 
+// An error that must end the process with a particular exit status, as a shell would:
+// 127 for a command that is not found, 126 for one that cannot be executed.
+class StatusError : public Error {
+ public:
+  StatusError(const std::string& message, int status) : Error(message), status_(status) {}
+  int status() const { return status_; }
+
+ private:
+  int status_;
+};
+
 // Throws SystemError for the current errno.
 [[noreturn]] void throw_errno(const std::string& what);
 

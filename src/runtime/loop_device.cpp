@@ -1,0 +1,106 @@
+#include "runtime/loop_device.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/loop.h>
+#include <sys/file.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "util/error.hpp"
+
+namespace capsa::runtime {
+namespace {
+
+constexpr const char* kLockDir = "/run/capsa";
+constexpr const char* kLockFile = "/run/capsa/loop.lock";
+constexpr int kAttachAttempts = 16;
+
+// Held while scanning and attaching. Without /run (a minimal chroot) there is no lock:
+// concurrent starts may then attach a device each, which is wasteful but correct.
+UniqueFd lock_loop_setup() {
+  if (::mkdir(kLockDir, 0755) != 0 && errno != EEXIST) return UniqueFd();
+  UniqueFd lock(::open(kLockFile, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!lock) return lock;
+  while (::flock(lock.get(), LOCK_EX) != 0)
+    if (errno != EINTR) return UniqueFd();
+  return lock;
+}
+
+bool maps(const loop_info64& info, const struct stat& backing, std::uint64_t offset, std::uint64_t size) {
+  return info.lo_device == static_cast<__u64>(backing.st_dev) && info.lo_inode == static_cast<__u64>(backing.st_ino) &&
+         info.lo_offset == offset && info.lo_sizelimit == size && (info.lo_flags & LO_FLAGS_READ_ONLY) != 0;
+}
+
+// A device that already maps the range, opened (the open keeps it from auto-clearing
+// before the mount takes it), or an empty LoopDevice.
+LoopDevice find_shared(const struct stat& backing, std::uint64_t offset, std::uint64_t size) {
+  LoopDevice found;
+  DIR* dir = ::opendir("/sys/block");
+  if (dir == nullptr) return found;
+  while (dirent* entry = ::readdir(dir)) {
+    std::string name = entry->d_name;
+    if (name.rfind("loop", 0) != 0) continue;
+    // Only attached devices have a loop/ folder: the others are not worth an open.
+    if (::access(("/sys/block/" + name + "/loop").c_str(), F_OK) != 0) continue;
+    std::string path = "/dev/" + name;
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd) continue;
+    loop_info64 info{};
+    if (::ioctl(fd.get(), LOOP_GET_STATUS64, &info) != 0) continue;  // ENXIO: not attached
+    if (!maps(info, backing, offset, size)) continue;
+    found.fd = std::move(fd);
+    found.path = path;
+    found.shared = true;
+    break;
+  }
+  ::closedir(dir);
+  return found;
+}
+
+LoopDevice attach_new(int backing_fd, const std::string& file, std::uint64_t offset, std::uint64_t size) {
+  UniqueFd control(::open("/dev/loop-control", O_RDWR | O_CLOEXEC));
+  if (!control) throw NoLoopDevices("opening /dev/loop-control", errno);
+  // Another process (not capsa, so not under the lock) may take the free device between
+  // GET_FREE and CONFIGURE: try the next one.
+  for (int attempt = 0; attempt < kAttachAttempts; ++attempt) {
+    int number = ::ioctl(control.get(), LOOP_CTL_GET_FREE);
+    if (number < 0) {
+      if (errno == ENOTTY || errno == ENODEV || errno == EPERM || errno == EACCES)
+        throw NoLoopDevices("asking /dev/loop-control for a free loop device", errno);
+      throw_errno("finding a free loop device");
+    }
+    LoopDevice device;
+    device.path = "/dev/loop" + std::to_string(number);
+    device.fd.reset(::open(device.path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!device.fd) {
+      if (errno == ENOENT || errno == EACCES || errno == EPERM) throw NoLoopDevices("opening " + device.path, errno);
+      throw_errno("opening " + device.path);
+    }
+    loop_config config{};
+    config.fd = static_cast<__u32>(backing_fd);
+    config.info.lo_offset = offset;
+    config.info.lo_sizelimit = size;
+    // Auto-clear: the device is released when its last user (the mount) goes away.
+    config.info.lo_flags = LO_FLAGS_READ_ONLY | LO_FLAGS_AUTOCLEAR;
+    if (::ioctl(device.fd.get(), LOOP_CONFIGURE, &config) == 0) return device;
+    if (errno != EBUSY) throw_errno("configuring " + device.path + " for " + file);
+  }
+  throw Error("no free loop device for " + file + " after " + std::to_string(kAttachAttempts) + " attempts");
+}
+
+}  // namespace
+
+LoopDevice attach_read_only_loop(int backing_fd, const std::string& file, std::uint64_t offset, std::uint64_t size) {
+  struct stat backing {};
+  if (::fstat(backing_fd, &backing) != 0) throw_errno(file);
+  UniqueFd lock = lock_loop_setup();
+  LoopDevice shared = find_shared(backing, offset, size);
+  if (shared.fd) return shared;
+  return attach_new(backing_fd, file, offset, size);
+}
+
+}  // namespace capsa::runtime

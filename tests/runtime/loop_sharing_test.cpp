@@ -1,0 +1,94 @@
+// As root, containers of one image share one loop device, and the device goes away with
+// the last of them; another image gets its own. (Unprivileged containers use FUSE: there
+// is nothing to share, and the suite's .user run skips these.)
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "run_helpers.hpp"
+#include "support/test_env.hpp"
+
+namespace capsa::runtime {
+namespace {
+
+// A container that reports ready (a file in the bound sync folder) and waits for "go".
+pid_t start_waiting_container(const std::string& image, const std::string& sync, const std::string& name) {
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    int null_fd = ::open("/dev/null", O_RDWR);
+    ::dup2(null_fd, STDOUT_FILENO);
+    std::string script = "touch /sync/ready." + name + "; while [ ! -e /sync/go ]; do sleep 0.1; done";
+    std::string binary = test::capsa_binary();
+    std::string bind = sync + ":/sync";
+    ::execl(binary.c_str(), binary.c_str(), "exec", "-B", bind.c_str(), image.c_str(), "sh", "-c", script.c_str(),
+            static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  return pid;
+}
+
+int ready_count(const std::string& sync) {
+  int n = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(sync))
+    if (entry.path().filename().string().rfind("ready.", 0) == 0) ++n;
+  return n;
+}
+
+TEST(LoopSharing, ContainersOfOneImageShareOneLoopDeviceReleasedWithTheLast) {
+  if (::geteuid() != 0) GTEST_SKIP() << "loop devices are used by root only; unprivileged containers use FUSE";
+  test::TempDir dir;
+  std::string image = dir / "shared.sif", other = dir / "other.sif", sync = dir / "sync";
+  ASSERT_EQ(test::run_process({"cp", testing::busybox_sif(), image}).exit_code, 0);
+  ASSERT_EQ(test::run_process({"cp", testing::busybox_sif(), other}).exit_code, 0);
+  ASSERT_EQ(::mkdir(sync.c_str(), 0755), 0);
+
+  // Started at the same moment: the lock around scan-and-attach must still give one device.
+  constexpr int kSame = 6;
+  std::vector<pid_t> pids;
+  for (int i = 0; i < kSame; ++i) pids.push_back(start_waiting_container(image, sync, std::to_string(i)));
+  pids.push_back(start_waiting_container(other, sync, "other"));
+  for (int i = 0; i < 600 && ready_count(sync) < kSame + 1; ++i) ::usleep(100000);
+  ASSERT_EQ(ready_count(sync), kSame + 1) << "every container started";
+
+  EXPECT_EQ(testing::loop_devices_for(image), 1) << "one device for " << kSame << " containers of one image";
+  EXPECT_EQ(testing::loop_devices_for(other), 1) << "another image (same bytes, another inode) gets its own";
+
+  dir.write("sync/go", "");
+  for (pid_t pid : pids) {
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
+  }
+  // Auto-clear may run just after the last mount goes: wait for it (bounded).
+  for (int i = 0; i < 100 && testing::loop_devices_for(image) + testing::loop_devices_for(other) > 0; ++i)
+    ::usleep(100000);
+  EXPECT_EQ(testing::loop_devices_for(image), 0) << "released with the last container";
+  EXPECT_EQ(testing::loop_devices_for(other), 0);
+}
+
+TEST(LoopSharing, ALaterContainerJoinsARunningOnesDevice) {
+  if (::geteuid() != 0) GTEST_SKIP() << "loop devices are used by root only";
+  test::TempDir dir;
+  std::string image = dir / "joined.sif", sync = dir / "sync";
+  ASSERT_EQ(test::run_process({"cp", testing::busybox_sif(), image}).exit_code, 0);
+  ASSERT_EQ(::mkdir(sync.c_str(), 0755), 0);
+  pid_t first = start_waiting_container(image, sync, "first");
+  for (int i = 0; i < 600 && ready_count(sync) < 1; ++i) ::usleep(100000);
+  ASSERT_EQ(ready_count(sync), 1);
+  // Seen from inside the second container, while both run: still one device for the image.
+  auto second = testing::capsa({"exec", image, "sh", "-c", "grep -lx '" + image + "' /sys/block/loop*/loop/backing_file | wc -l"});
+  EXPECT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_EQ(second.out, "1\n");
+  EXPECT_EQ(testing::loop_devices_for(image), 1);
+  dir.write("sync/go", "");
+  int status = 0;
+  ASSERT_EQ(::waitpid(first, &status, 0), first);
+  for (int i = 0; i < 100 && testing::loop_devices_for(image) > 0; ++i) ::usleep(100000);
+  EXPECT_EQ(testing::loop_devices_for(image), 0);
+}
+
+}  // namespace
+}  // namespace capsa::runtime
