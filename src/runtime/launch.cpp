@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "runtime/action_script.hpp"
 #include "runtime/container_root.hpp"
 #include "runtime/environment.hpp"
 #include "runtime/gpu/nvccli.hpp"
@@ -69,46 +70,6 @@ SquashfsLocation locate_squashfs(const std::string& path) {
   return {path, static_cast<std::uint64_t>(primary->offset), static_cast<std::uint64_t>(primary->size)};
 }
 
-// With --nv, /.singularity.d/libs ends LD_LIBRARY_PATH (the image's 99-base.sh appends it;
-// images without one get it here, also after an injected LD_LIBRARY_PATH). When it is the
-// only entry, the container's own library directories (its `ldconfig -Nv` list) go first
-// so that its libraries win over same-named host ones, as Apptainer 1.5+ does (§3.4).
-constexpr const char* kGpuLibraryPath =
-    "case \":${LD_LIBRARY_PATH:-}:\" in *:/.singularity.d/libs:*) ;; "
-    "*) LD_LIBRARY_PATH=\"${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}/.singularity.d/libs\" ;; esac\n"
-    "if [ \"$LD_LIBRARY_PATH\" = /.singularity.d/libs ] && command -v ldconfig >/dev/null 2>&1; then\n"
-    "  LD_LIBRARY_PATH=\"$(ldconfig -Nv 2>/dev/null | sed -n 's,^\\(/[^:]*\\):.*,\\1,p' | tr '\\n' :)$LD_LIBRARY_PATH\"\n"
-    "fi\n"
-    "export LD_LIBRARY_PATH\n";
-
-std::string action_script(const std::string& action, const std::string& injection, bool gpu_libraries) {
-  std::string script =
-      "for capsa_env in /.singularity.d/env/*.sh; do [ -f \"$capsa_env\" ] && . \"$capsa_env\"; done\n"
-      "unset capsa_env\n" + injection;
-  if (gpu_libraries) script += kGpuLibraryPath;
-  if (action == "exec") {
-    script += "exec \"$@\"\n";
-  } else if (action == "run") {
-    script +=
-        "if [ -x /.singularity.d/runscript ]; then exec /.singularity.d/runscript \"$@\"; fi\n"
-        "if [ -x /singularity ]; then exec /singularity \"$@\"; fi\n"
-        "echo 'no runscript in this container: running /bin/sh' >&2\n"
-        "exec /bin/sh \"$@\"\n";
-  } else if (action == "shell") {
-    script +=
-        "capsa_shell=\"${APPTAINER_SHELL:-${SINGULARITY_SHELL:-}}\"\n"
-        "if [ -n \"$capsa_shell\" ] && [ -x \"$capsa_shell\" ]; then exec \"$capsa_shell\" \"$@\"; fi\n"
-        "if [ -x /bin/bash ]; then SHELL=/bin/bash; export SHELL; exec /bin/bash --norc \"$@\"; fi\n"
-        "SHELL=/bin/sh; export SHELL; exec /bin/sh \"$@\"\n";
-  } else {  // test
-    script +=
-        "if [ -x /.singularity.d/test ]; then exec /.singularity.d/test \"$@\"; fi\n"
-        "echo 'no test script in this container' >&2\n"
-        "exit 0\n";
-  }
-  return script;
-}
-
 std::string host_path() {
   const char* path = std::getenv("PATH");
   return path ? path : "/usr/bin:/bin";
@@ -132,7 +93,7 @@ void pass_gpu_selection(const EnvMap& host, ComposedEnvironment& env) {
 
   std::vector<std::string> argv_strings;
   if (::access("/bin/sh", X_OK) == 0) {
-    argv_strings = {"/bin/sh", "-c", action_script(r.action, injection_script(env.injected), r.nv || r.nvccli), r.action};
+    argv_strings = {"/bin/sh", "-c", action_script({r.action, &process, &env.injected, r.nv || r.nvccli}), r.action};
     argv_strings.insert(argv_strings.end(), r.args.begin(), r.args.end());
   } else if (r.action == "exec" && !r.args.empty()) {
     // No shell in the image (distroless): no environment scripts, the command itself.
