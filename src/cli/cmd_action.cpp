@@ -60,6 +60,7 @@ runtime::ActionRequest request_from(const std::string& action, const ActionFlags
     for (auto& spec : runtime::parse_bind_list(b)) r.binds.push_back(spec);
   for (const auto& m : f.mounts) r.binds.push_back(runtime::parse_mount(m));
   r.contain = f.contain || f.containall || env_flag("CONTAIN") || env_flag("CONTAINALL");
+  r.userns = f.userns || env_flag("USERNS") || env_flag("UNSHARE_USERNS");
   r.cleanenv = f.cleanenv || f.containall || env_flag("CLEANENV") || env_flag("CONTAINALL");
   r.no_home = f.no_home || env_flag("NO_HOME");
   r.writable_tmpfs = f.writable_tmpfs || env_flag("WRITABLE_TMPFS");
@@ -95,7 +96,7 @@ void add_action(CLI::App& app, const std::string& name, const std::string& descr
   cmd->add_flag("--nv", flags->nv, "Bring in the host's NVIDIA driver, tools and devices (also APPTAINER_NV)");
   cmd->add_flag("--nvccli", flags->nvccli, "Set up the NVIDIA driver with nvidia-container-cli (also APPTAINER_NVCCLI)");
   cmd->add_flag("--writable-tmpfs", flags->writable_tmpfs, "Let the container write, to a 64 MiB tmpfs discarded at exit");
-  cmd->add_flag("-u,--userns", flags->userns, "Run in a user namespace (capsa always does unless run by root)");
+  cmd->add_flag("-u,--userns", flags->userns, "Run in a user namespace also as root (anyone else always gets one)");
   cmd->add_flag("-d,--debug", flags->debug, "Print the mount plan");
   cmd->add_flag("-q,--quiet", flags->quiet, "No progress output when a docker:// image is pulled first");
   if (name == "shell") cmd->add_option("-s,--shell", flags->shell, "Shell to run (also APPTAINER_SHELL)");

@@ -121,7 +121,8 @@ void enter_working_directory(const std::string& wanted, bool explicit_pwd, const
 }  // namespace
 
 void launch(const ActionRequest& r) {
-  const bool privileged = ::geteuid() == 0;
+  // Root with -u/--userns runs as everyone else does: in a user namespace, image on FUSE.
+  const bool privileged = ::geteuid() == 0 && !r.userns;
   const std::string image = absolute(r.image);
   struct stat st {};
   if (::stat(image.c_str(), &st) != 0) throw_errno(r.image);
@@ -173,7 +174,7 @@ void launch(const ActionRequest& r) {
   for (const auto& warning : env.warnings) std::cerr << "WARNING: " << warning << "\n";
 
   const std::string session_point = session_mount_point();
-  enter_container_namespaces({::getuid(), ::getgid()});
+  enter_container_namespaces({::getuid(), ::getgid(), r.userns});
   make_mounts_private();
   if (::mount("capsa-session", session_point.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=64m") != 0)
     throw_errno("mounting the session tmpfs on " + session_point);

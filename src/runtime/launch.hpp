@@ -21,6 +21,7 @@ struct ActionRequest {
   std::vector<std::string> env_args;
   std::vector<std::string> env_files;
   bool contain = false;
+  bool userns = false;             // -u/--userns: a user namespace even for root
   bool cleanenv = false;
   bool no_home = false;
   bool writable_tmpfs = false;

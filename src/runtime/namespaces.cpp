@@ -21,7 +21,7 @@ void write_proc_file(const char* path, const std::string& text) {
 }  // namespace
 
 void enter_container_namespaces(const Identity& caller) {
-  if (caller.uid == 0) {
+  if (caller.uid == 0 && !caller.user_namespace) {
     if (::unshare(CLONE_NEWNS) != 0) throw_errno("creating a mount namespace");
     return;
   }
