@@ -60,6 +60,7 @@ runtime::ActionRequest request_from(const std::string& action, const ActionFlags
     for (auto& spec : runtime::parse_bind_list(b)) r.binds.push_back(spec);
   for (const auto& m : f.mounts) r.binds.push_back(runtime::parse_mount(m));
   r.contain = f.contain || f.containall || env_flag("CONTAIN") || env_flag("CONTAINALL");
+  r.containall = f.containall || env_flag("CONTAINALL");
   r.userns = f.userns || env_flag("USERNS") || env_flag("UNSHARE_USERNS");
   r.cleanenv = f.cleanenv || f.containall || env_flag("CLEANENV") || env_flag("CONTAINALL");
   r.no_home = f.no_home || env_flag("NO_HOME");
@@ -85,7 +86,7 @@ void add_action(CLI::App& app, const std::string& name, const std::string& descr
       ->allow_extra_args(false);
   cmd->add_option("--mount", flags->mounts, "type=bind,src=SRC,dst=DEST[,ro]")->allow_extra_args(false);
   cmd->add_flag("-c,--contain", flags->contain, "Empty /tmp, /var/tmp and home; minimal /dev");
-  cmd->add_flag("-C,--containall", flags->containall, "--contain plus --cleanenv");
+  cmd->add_flag("-C,--containall", flags->containall, "--contain plus --cleanenv and private PID and IPC namespaces");
   cmd->add_flag("-e,--cleanenv", flags->cleanenv, "Do not pass the host environment");
   cmd->add_option("--env", flags->env, "NAME=VALUE to set inside (repeatable)")->allow_extra_args(false);
   cmd->add_option("--env-file", flags->env_files, "File of NAME=VALUE lines to set inside")->allow_extra_args(false);

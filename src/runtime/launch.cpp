@@ -21,6 +21,7 @@
 #include "runtime/image_mount.hpp"
 #include "runtime/mount_plan.hpp"
 #include "runtime/namespaces.hpp"
+#include "runtime/pid_namespace.hpp"
 #include "sif/image.hpp"
 #include "squashfs/reader.hpp"
 #include "util/error.hpp"
@@ -192,6 +193,7 @@ void launch(const ActionRequest& r) {
       {"passwd", passwd_with_caller(read_image_file(image_root, "/etc/passwd"), account)},
       {"group", group_with_caller(read_image_file(image_root, "/etc/group"), account)}};
   build_root_and_enter({session_point, writable_tmpfs, privileged}, plan, files, before_enter);
+  if (r.containall) enter_private_pid_and_ipc_namespaces();
 
   enter_working_directory(r.pwd.empty() ? mounts.cwd : r.pwd, !r.pwd.empty(), mounts.home_destination);
   exec_in_container(r, env);
