@@ -111,6 +111,26 @@ void pass_gpu_selection(const EnvMap& host, ComposedEnvironment& env) {
   throw_errno("running " + argv_strings[0] + " in the container");
 }
 
+// --workdir with --contain: Apptainer makes <workdir>/tmp and <workdir>/var_tmp (sticky,
+// world-writable, like the directories they stand for) and <workdir>/home when they are
+// missing. Without --contain the host's /tmp and /var/tmp are used and it has no effect.
+std::string prepare_workdir(const std::string& workdir, bool contain, bool home) {
+  std::string dir = absolute(workdir);
+  if (!contain) return dir;
+  auto make = [&](const std::string& name, mode_t mode) {
+    std::string path = dir + "/" + name;
+    if (::mkdir(path.c_str(), mode) == 0) {
+      if (::chmod(path.c_str(), mode) != 0) throw_errno("--workdir: " + path);
+    } else if (errno != EEXIST) {
+      throw_errno("--workdir: creating " + path);
+    }
+  };
+  make("tmp", 01777);
+  make("var_tmp", 01777);
+  if (home) make("home", 0700);
+  return dir;
+}
+
 void enter_working_directory(const std::string& wanted, bool explicit_pwd, const std::string& home) {
   if (::chdir(wanted.c_str()) == 0) return;
   if (explicit_pwd) throw_errno("--pwd " + wanted);
@@ -135,6 +155,7 @@ void launch(const ActionRequest& r) {
   mounts.home_source = caller_home();
   mounts.home_destination = mounts.home_source;
   if (!r.home.empty()) {
+    mounts.custom_home = true;
     auto colon = r.home.find(':');
     mounts.home_source = r.home.substr(0, colon);
     mounts.home_destination = colon == std::string::npos ? mounts.home_source : r.home.substr(colon + 1);
@@ -143,7 +164,7 @@ void launch(const ActionRequest& r) {
   mounts.binds = r.binds;
   mounts.contain = r.contain;
   mounts.no_home = r.no_home;
-  mounts.workdir = r.workdir;
+  mounts.workdir = r.workdir.empty() ? "" : prepare_workdir(r.workdir, r.contain, !r.no_home && !mounts.custom_home);
   std::vector<MountStep> plan = plan_mounts(mounts);
   bool writable_tmpfs = r.writable_tmpfs;
   std::function<void(const std::string&)> before_enter;

@@ -47,7 +47,7 @@ std::vector<MountStep> plan_mounts(const MountRequest& r) {
   for (const char* file : {"/etc/hosts", "/etc/localtime", "/etc/resolv.conf"}) add(host_file(file));
 
   if (!r.no_home) {
-    if (!r.contain) add(bind(r.home_source, r.home_destination));
+    if (!r.contain || r.custom_home) add(bind(r.home_source, r.home_destination));
     else if (!r.workdir.empty()) add(bind(r.workdir + "/home", r.home_destination));
     else add(MountStep{MountStep::Kind::Tmpfs, "", r.home_destination});
   }

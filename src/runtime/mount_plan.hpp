@@ -29,6 +29,7 @@ struct MountStep {
 struct MountRequest {
   std::string home_source;       // the caller's home on the host
   std::string home_destination;  // where it appears (--home SRC:DEST), usually the same
+  bool custom_home = false;      // --home given: bound even with --contain, as Apptainer does
   std::string cwd;               // the caller's working directory
   std::vector<BindSpec> binds;   // -B/--mount/APPTAINER_BIND, in order
   bool contain = false;          // --contain / --containall
