@@ -1,5 +1,7 @@
 #include "runtime/mount_plan.hpp"
 
+#include <algorithm>
+
 namespace capsa::runtime {
 namespace {
 
@@ -52,8 +54,6 @@ std::vector<MountStep> plan_mounts(const MountRequest& r) {
     else add(MountStep{MountStep::Kind::Tmpfs, "", r.home_destination});
   }
 
-  for (const BindSpec& b : r.binds) add(bind(b.source, b.destination, b.read_only));
-
   if (!r.contain) {
     add(bind("/tmp", "/tmp"));
     add(bind("/var/tmp", "/var/tmp"));
@@ -70,6 +70,18 @@ std::vector<MountStep> plan_mounts(const MountRequest& r) {
     step.directory = false;
     add(step);
   }
+
+  // User binds come after the system ones, as in Apptainer, so that a bind below /tmp or
+  // onto /etc/hosts is not hidden by them; shallower destinations first (a stable sort on
+  // depth, then length, Apptainer's order), so that -B /a/b and -B /a work either way.
+  std::vector<MountStep> user;
+  for (const BindSpec& b : r.binds) user.push_back(bind(b.source, b.destination, b.read_only));
+  auto depth = [](const std::string& p) { return std::count(p.begin(), p.end(), '/'); };
+  std::stable_sort(user.begin(), user.end(), [&](const MountStep& a, const MountStep& b) {
+    if (depth(a.target) != depth(b.target)) return depth(a.target) < depth(b.target);
+    return a.target.size() < b.target.size();
+  });
+  for (MountStep& step : user) add(std::move(step));
 
   // The working directory appears at the same path, unless a mount above already shows it.
   bool cwd_visible = r.cwd.empty() || r.cwd == "/";
