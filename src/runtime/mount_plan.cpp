@@ -71,8 +71,8 @@ std::vector<MountStep> plan_mounts(const MountRequest& r) {
     add(step);
   }
 
-  // User binds come after the system ones, as in Apptainer, so that a bind below /tmp or
-  // onto /etc/hosts is not hidden by them; shallower destinations first (a stable sort on
+  // User binds come after the system ones, as in Apptainer, so that a bind below /tmp,
+  // /var/tmp or onto /etc/passwd is not hidden by them; shallower destinations first (a stable sort on
   // depth, then length, Apptainer's order), so that -B /a/b and -B /a work either way.
   std::vector<MountStep> user;
   for (const BindSpec& b : r.binds) user.push_back(bind(b.source, b.destination, b.read_only));
