@@ -4,8 +4,10 @@
 // /etc/passwd and /etc/group, the host's network, IPC and PID namespaces, the caller's
 // uid/gid, and a read-only, nosuid, nodev image. Runs as root and as the test user.
 #include <gtest/gtest.h>
+#include <pwd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 #include <filesystem>
 #include <fstream>
@@ -126,10 +128,31 @@ TEST(FilesystemView, PasswdAndGroupHoldTheImagesEntriesAndTheCaller) {
   for (const auto& l : passwd)
     if (l.find(":x:" + uid + ":") != std::string::npos) ++entries_with_my_uid;
   EXPECT_EQ(entries_with_my_uid, 1) << result.out;
-  EXPECT_NE(find(group, my_group + ":x:" + gid + ":"), "") << result.out;
+  // One line per group of the caller, naming them as a member (Apptainer's group.go).
+  EXPECT_NE(std::find(group.begin(), group.end(), my_group + ":x:" + gid + ":" + me), group.end()) << result.out;
   ASSERT_GE(lines.size(), 2u);
   EXPECT_EQ(lines[lines.size() - 2], me);
   EXPECT_EQ(lines.back(), my_group);
+}
+
+TEST(FilesystemView, AnImageEntryWithTheCallersUidIsRewrittenInPlace) {
+  test::TempDir dir;
+  std::string uid = std::to_string(::getuid());
+  std::string sif = testing::make_image(
+      dir, "same-uid",
+      {{"/etc/passwd", "first:x:4000:4000::/:/bin/sh\nimagename:x:" + uid + ":4242:Image Gecos:/home/x:/bin/imagesh\n"
+                       "last:x:4001:4001::/:/bin/sh\n"}});
+  auto result = capsa({"exec", sif, "cat", "/etc/passwd"}, {"HOME=" + dir.path()});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  std::string me = test::run_process({"id", "-un"}).out;
+  me.pop_back();
+  passwd* pw = ::getpwuid(::getuid());
+  ASSERT_NE(pw, nullptr);
+  // The caller's name and gecos (root keeps the image's), the image's gid and shell, the
+  // home as seen inside; in place.
+  std::string rewritten = ::getuid() == 0 ? "imagename:x:0:4242:Image Gecos:" + dir.path() + ":/bin/imagesh"
+                                          : me + ":x:" + uid + ":4242:" + pw->pw_gecos + ":" + dir.path() + ":/bin/imagesh";
+  EXPECT_EQ(result.out, "first:x:4000:4000::/:/bin/sh\n" + rewritten + "\nlast:x:4001:4001::/:/bin/sh\n");
 }
 
 TEST(FilesystemView, NetworkIpcAndPidNamespacesAreTheHosts) {
