@@ -186,6 +186,11 @@ TEST_F(Environment, Ps1ForShell) {
   EXPECT_EQ(bare_host.out, "[host> ]\n") << bare_host.err;
 }
 
+TEST_F(Environment, UmaskIsTheCallers) {
+  auto result = test::run_process({"sh", "-c", "umask 027 && exec \"$0\" exec \"$1\" sh -c umask", test::capsa_binary(), busybox_sif()});
+  EXPECT_EQ(result.out, "0027\n") << result.err;
+}
+
 TEST_F(Environment, CleanenvKeepsOnlyWhatApptainerKeeps) {
   test::TempDir home;
   auto result = capsa({"exec", "--cleanenv", busybox_sif(), "env"},
