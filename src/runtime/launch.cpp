@@ -10,6 +10,7 @@
 #include <climits>
 #include <functional>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 
 #include "runtime/action_script.hpp"
@@ -186,7 +187,8 @@ void launch(const ActionRequest& r) {
   env_request.env_args = r.env_args;
   env_request.env_files = r.env_files;
   env_request.home = mounts.home_destination;
-  env_request.image_path = image;
+  // As Apptainer (filepath.Abs): absolute but not resolved, so a symlink keeps its name.
+  env_request.image_path = std::filesystem::absolute(r.image).lexically_normal().string();
   env_request.command = r.action;
   env_request.binds = format_bind_list(r.binds);
   if (!r.shell.empty()) env_request.host["APPTAINER_SHELL"] = r.shell;
