@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <map>
 #include <set>
 
@@ -168,6 +169,11 @@ TEST_F(Environment, ContainerNameAndPathAreSet) {
     EXPECT_EQ(env[p + "COMMAND"], "exec");
     EXPECT_EQ(env[p + "ENVIRONMENT"], "/.singularity.d/env/91-environment.sh");
   }
+  // Absolute but not resolved (Apptainer's filepath.Abs): a link keeps its own name.
+  test::TempDir dir;
+  std::filesystem::create_symlink(busybox_sif(), dir / "link.sif");
+  auto linked = capsa({"exec", "./link.sif", "sh", "-c", "echo $APPTAINER_CONTAINER $SINGULARITY_NAME"}, {}, "", dir.path());
+  EXPECT_EQ(linked.out, (dir / "link.sif") + " link.sif\n") << linked.err;
   auto run = capsa({"run", busybox_sif(), "sh", "-c", "echo $APPTAINER_COMMAND"});
   EXPECT_EQ(run.out, "run\n") << run.err;
 }
