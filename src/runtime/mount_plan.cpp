@@ -40,7 +40,8 @@ std::vector<MountStep> plan_mounts(const MountRequest& r) {
       MountStep step = host_file(device);
       add(step);
     }
-    add(MountStep{MountStep::Kind::RecursiveBind, "/dev/pts", "/dev/pts", false, true, false});
+    // A pseudo-terminal instance of its own, with /dev/ptmx, as Apptainer's minimal /dev.
+    add(MountStep{MountStep::Kind::Devpts, "", "/dev/pts"});
     add(MountStep{MountStep::Kind::Tmpfs, "", "/dev/shm"});
   } else {
     add(MountStep{MountStep::Kind::RecursiveBind, "/dev", "/dev"});
@@ -103,6 +104,7 @@ std::string describe(const std::vector<MountStep>& steps) {
       case MountStep::Kind::RecursiveBind: out += "rbind " + s.source + " -> " + s.target; break;
       case MountStep::Kind::Tmpfs: out += "tmpfs -> " + s.target; break;
       case MountStep::Kind::SessionFile: out += "generated " + s.source + " -> " + s.target; break;
+      case MountStep::Kind::Devpts: out += "devpts -> " + s.target; break;
     }
     if (s.read_only) out += " (ro)";
     if (!s.required) out += " (if present)";

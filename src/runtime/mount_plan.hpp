@@ -15,6 +15,7 @@ struct MountStep {
     RecursiveBind,  // the same with every mount below source (/proc, /sys, /dev)
     Tmpfs,          // a fresh tmpfs at target
     SessionFile,    // a file capsa generated (passwd, group): source names it in the session
+    Devpts,         // a new devpts instance at target, and ptmx beside it linked to it (--contain)
   };
   Kind kind = Kind::Bind;
   std::string source;
