@@ -54,6 +54,12 @@ TEST_F(DebianImage, DockerEnvWinsOverTheHostsValue) {
   EXPECT_EQ(result.out, "C.UTF-8\n/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n") << result.err;
 }
 
+TEST_F(DebianImage, APseudoTerminalOpensUnderContain) {
+  auto result = capsa({"exec", "--contain", sif_, "python3", "-c",
+                       "import os, pty; m, s = pty.openpty(); print(os.ttyname(s))"});
+  EXPECT_EQ(result.out, "/dev/pts/0\n") << result.err;
+}
+
 TEST_F(DebianImage, RunShellAndTest) {
   // CMD ["bash"]: `run` starts bash, which reads stdin.
   auto run = capsa({"run", sif_}, {}, "echo ${BASH_VERSION%%.*}\n");

@@ -92,11 +92,13 @@ TEST(Flags, ContainGivesEmptyTmpVarTmpHomeAndAMinimalDev) {
                        "ls -A /tmp /var/tmp \"$HOME\" /dev/shm | grep -v : | grep -c . ; echo \"$HOME\"; pwd;"
                        " test -c /dev/null && test -c /dev/zero && test -c /dev/urandom && echo devices;"
                        " test -e /dev/loop-control || echo no-host-devices; echo x > \"$HOME\"/w && echo home-writable;"
-                       " md5sum /etc/hosts"},
+                       " md5sum /etc/hosts; readlink /dev/ptmx; stat -c %F /dev/pts/ptmx"},
                       {"HOME=" + home.path()}, "", testing::test_binary_directory());
   EXPECT_EQ(result.exit_code, 0) << result.err;
   std::string hosts = test::run_process({"md5sum", "/etc/hosts"}).out;
-  EXPECT_EQ(result.out, "0\n" + home.path() + "\n" + home.path() + "\ndevices\nno-host-devices\nhome-writable\n" + hosts);
+  // A devpts instance of its own, and /dev/ptmx pointing into it, so ptys can be opened.
+  EXPECT_EQ(result.out, "0\n" + home.path() + "\n" + home.path() + "\ndevices\nno-host-devices\nhome-writable\n" + hosts +
+                            "pts/ptmx\ncharacter special file\n");
   EXPECT_FALSE(std::filesystem::exists(home.path() + "/w")) << "the contained home is not the host's";
   std::filesystem::remove(host_shm_file);
 }
