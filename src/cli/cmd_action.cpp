@@ -62,6 +62,8 @@ runtime::ActionRequest request_from(const std::string& action, const ActionFlags
     for (auto& spec : runtime::parse_bind_list(b)) r.binds.push_back(spec);
   for (const auto& m : f.mounts) r.binds.push_back(runtime::parse_mount(m));
   r.contain = f.contain || f.containall || env_flag("CONTAIN") || env_flag("CONTAINALL");
+  r.containall = f.containall || env_flag("CONTAINALL");
+  r.userns = f.userns || env_flag("USERNS") || env_flag("UNSHARE_USERNS");
   r.cleanenv = f.cleanenv || f.containall || env_flag("CLEANENV") || env_flag("CONTAINALL");
   r.no_home = f.no_home || env_flag("NO_HOME");
   r.writable_tmpfs = f.writable_tmpfs || env_flag("WRITABLE_TMPFS");
@@ -90,7 +92,7 @@ void add_action(CLI::App& app, const std::string& name, const std::string& descr
       ->allow_extra_args(false);
   cmd->add_option("--mount", flags->mounts, "type=bind,src=SRC,dst=DEST[,ro]")->allow_extra_args(false);
   cmd->add_flag("-c,--contain", flags->contain, "Empty /tmp, /var/tmp and home; minimal /dev");
-  cmd->add_flag("-C,--containall", flags->containall, "--contain plus --cleanenv");
+  cmd->add_flag("-C,--containall", flags->containall, "--contain plus --cleanenv and private PID and IPC namespaces");
   cmd->add_flag("-e,--cleanenv", flags->cleanenv, "Do not pass the host environment");
   cmd->add_option("--env", flags->env, "NAME=VALUE to set inside (repeatable)")->allow_extra_args(false);
   cmd->add_option("--env-file", flags->env_files, "File of NAME=VALUE lines to set inside")->allow_extra_args(false);
@@ -107,7 +109,7 @@ void add_action(CLI::App& app, const std::string& name, const std::string& descr
   cmd->add_flag("--writable-tmpfs", flags->writable_tmpfs, "Let the container write, to a 64 MiB tmpfs discarded at exit");
   cmd->add_flag("-w,--writable", flags->writable,
                 "Run a sandbox directory read-write: writes land in it (also APPTAINER_WRITABLE)");
-  cmd->add_flag("-u,--userns", flags->userns, "Run in a user namespace (capsa always does unless run by root)");
+  cmd->add_flag("-u,--userns", flags->userns, "Run in a user namespace also as root (anyone else always gets one)");
   cmd->add_flag("-d,--debug", flags->debug, "Print the mount plan");
   cmd->add_flag("-q,--quiet", flags->quiet, "No progress output when a docker:// image is pulled first");
   if (name == "shell") cmd->add_option("-s,--shell", flags->shell, "Shell to run (also APPTAINER_SHELL)");

@@ -231,6 +231,16 @@ void apply_step(int root_fd, const std::string& session, const MountStep& step, 
       if (::mount("tmpfs", where.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, step.target == "/dev" ? "mode=0755" : "mode=1777") != 0)
         throw_errno("mounting a tmpfs at " + step.target);
       break;
+    case MountStep::Kind::Devpts: {
+      if (::mount("devpts", where.c_str(), "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620") != 0)
+        throw_errno("mounting a devpts instance at " + step.target);
+      // ptmx beside it (/dev/ptmx -> pts/ptmx): what openpty() opens.
+      auto slash = step.target.find_last_of('/');
+      UniqueFd parent(open_in_root(root_fd, step.target.substr(0, slash), O_RDONLY | O_DIRECTORY));
+      if (!parent || (::symlinkat("pts/ptmx", parent.get(), "ptmx") != 0 && errno != EEXIST))
+        throw_errno("linking ptmx beside " + step.target);
+      break;
+    }
     case MountStep::Kind::SessionFile: {
       std::string source = session + "/files/" + step.source;
       if (::mount(source.c_str(), where.c_str(), nullptr, MS_BIND, nullptr) != 0)

@@ -17,7 +17,7 @@ bool starts_with(const std::string& s, const char* prefix) { return s.rfind(pref
 // Variables never taken from the host: the container sets its own, or they would point
 // at host paths that mean nothing inside.
 bool host_only(const std::string& name) {
-  return name == "HOME" || name == "PATH" || name == "LD_LIBRARY_PATH" || name == "PS1" ||
+  return name == "HOME" || name == "PATH" || name == "LD_LIBRARY_PATH" ||
          starts_with(name, "APPTAINER_") || starts_with(name, "SINGULARITY_") || starts_with(name, "APPTAINERENV_") ||
          starts_with(name, "SINGULARITYENV_");
 }
@@ -45,6 +45,12 @@ void inject(ComposedEnvironment& out, const std::string& name, const std::string
     out.warnings.push_back("not setting " + name + " from " + from + ": it is set by capsa");
     return;
   }
+  // The PATH family is applied by the runtime-variables step after the image's own
+  // environment (Apptainer's SING_USER_DEFINED_* names, which 99-runtimevars.sh reads).
+  if (name == "PATH" || name == "PREPEND_PATH" || name == "APPEND_PATH") {
+    out.injected["SING_USER_DEFINED_" + name] = value;
+    return;
+  }
   out.injected[name] = value;
 }
 
@@ -52,6 +58,33 @@ void inject_assignment(ComposedEnvironment& out, const std::string& text, const 
   auto eq = text.find('=');
   if (eq == std::string::npos) throw Error(from + ": \"" + text + "\" is not NAME=VALUE");
   inject(out, text.substr(0, eq), text.substr(eq + 1), from);
+}
+
+// `--env A=1,B=2`: Apptainer's --env is a string map that reads its value as one CSV
+// record, so a comma separates assignments; a field in double quotes keeps its commas
+// (`--env '"LIST=a,b"'`), and a quote inside an unquoted field is an error, as in CSV.
+std::vector<std::string> split_env_flag(const std::string& text) {
+  std::vector<std::string> fields(1);
+  bool quoted = false, field_was_quoted = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (quoted) {
+      if (c != '"') fields.back() += c;
+      else if (i + 1 < text.size() && text[i + 1] == '"') fields.back() += '"', ++i;
+      else quoted = false;
+    } else if (c == '"' && fields.back().empty() && !field_was_quoted) {
+      quoted = field_was_quoted = true;
+    } else if (c == ',') {
+      fields.emplace_back();
+      field_was_quoted = false;
+    } else if (c == '"' || field_was_quoted) {
+      throw Error("--env " + text + ": a double quote must enclose a whole NAME=VALUE (\"NAME=a,b\")");
+    } else {
+      fields.back() += c;
+    }
+  }
+  if (quoted) throw Error("--env " + text + ": unterminated double quote");
+  return fields;
 }
 
 std::string unquote(std::string value) {
@@ -96,16 +129,28 @@ ComposedEnvironment compose_environment(const EnvRequest& r) {
       inject(out, line.substr(0, eq), unquote(line.substr(eq + 1)), "--env-file " + file);
     }
   }
-  for (const std::string& arg : r.env_args) inject_assignment(out, arg, "--env");
+  for (const std::string& arg : r.env_args)
+    for (const std::string& assignment : split_env_flag(arg)) inject_assignment(out, assignment, "--env");
   return out;
 }
 
 std::string injection_script(const EnvMap& injected) {
-  std::string out;
+  // An image whose scripts left PATH unset gets the default one before anything is injected.
+  std::string out = "[ -n \"${PATH+x}\" ] || export PATH=" + std::string(kDefaultPath) + "\n";
   for (const auto& [name, value] : injected) {
-    std::string quoted = "'";
-    for (char c : value) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    quoted += "'";
+    if (name == "UID" || name == "GID") continue;  // read-only in bash; Apptainer skips them too
+    std::string v = value;
+    // Libraries bound in by the runtime stay reachable behind the user's own.
+    if (name == "LD_LIBRARY_PATH" && !v.empty()) v += ":/.singularity.d/libs";
+    // Double quotes, as Apptainer (without --no-eval) writes them: the value is
+    // evaluated once inside the container ($VAR, $(cmd), backslashes), only `"` is
+    // escaped; a trailing lone backslash is doubled so it cannot eat the closing quote.
+    std::string quoted = "\"";
+    for (char c : v) quoted += c == '"' ? std::string("\\\"") : std::string(1, c);
+    std::size_t trailing = 0;
+    for (auto it = v.rbegin(); it != v.rend() && *it == '\\'; ++it) ++trailing;
+    if (trailing % 2 == 1) quoted += '\\';
+    quoted += "\"";
     out += "export " + name + "=" + quoted + "\n";
   }
   return out;

@@ -16,7 +16,7 @@ using EnvMap = std::map<std::string, std::string>;
 struct EnvRequest {
   EnvMap host;                       // the caller's environment
   bool clean = false;                // --cleanenv / --containall
-  std::vector<std::string> env_args; // --env K=V (each may hold a comma list)
+  std::vector<std::string> env_args; // --env K=V (each may hold a comma list; "..." protects commas)
   std::vector<std::string> env_files;// --env-file paths (contents: K=V lines)
   std::string home;                  // HOME inside
   std::string image_path;            // absolute path of the image
@@ -26,13 +26,15 @@ struct EnvRequest {
 
 struct ComposedEnvironment {
   EnvMap process;   // what the process starts with
-  EnvMap injected;  // applied after the image's environment scripts
+  EnvMap injected;  // applied after the image's 99-base.sh; PATH, PREPEND_PATH and APPEND_PATH
+                    // arrive as SING_USER_DEFINED_*, which the runtime-variables step applies
   std::vector<std::string> warnings;
 };
 
 ComposedEnvironment compose_environment(const EnvRequest& request);
 
-// `export K='V'` lines (single-quoted, no evaluation) for the injected variables.
+// `export K="V"` lines for the injected variables: evaluated once inside the container,
+// as Apptainer does without --no-eval; LD_LIBRARY_PATH gets /.singularity.d/libs appended.
 std::string injection_script(const EnvMap& injected);
 
 EnvMap current_environment();

@@ -4,6 +4,8 @@
 #include <pwd.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <set>
 #include <sstream>
 
 namespace capsa::runtime {
@@ -38,29 +40,47 @@ CallerAccount caller_account(const std::string& home_in_container) {
   }
   if (group* gr = ::getgrgid(account.gid)) account.group_name = gr->gr_name;
   else account.group_name = "group" + std::to_string(account.gid);
+  int count = ::getgroups(0, nullptr);
+  std::vector<gid_t> gids(count > 0 ? static_cast<std::size_t>(count) : 0);
+  if (count > 0) gids.resize(static_cast<std::size_t>(std::max(0, ::getgroups(count, gids.data()))));
+  bool primary_listed = false;
+  for (gid_t gid : gids) {
+    if (gid == account.gid) primary_listed = true;
+    if (group* gr = ::getgrgid(gid)) account.groups.emplace_back(gid, gr->gr_name);
+  }
+  if (!primary_listed) account.groups.emplace_back(account.gid, account.group_name);
   return account;
 }
 
 std::string passwd_with_caller(const std::string& image_passwd, const CallerAccount& c) {
+  // As Apptainer's files/passwd.go: the first entry with the caller's uid is rewritten in
+  // place (the caller's name and gecos, except for root, who keeps the image's; the
+  // image's gid and shell; the home as seen inside); without one, the caller's host
+  // entry is appended.
   std::string out;
+  bool found = false;
   std::istringstream in(image_passwd);
   for (std::string line; std::getline(in, line);) {
-    if (!line.empty() && field(line, 2) == std::to_string(c.uid)) continue;
+    if (!found && !line.empty() && field(line, 2) == std::to_string(c.uid)) {
+      found = true;
+      out += (c.uid == 0 ? field(line, 0) : c.name) + ":x:" + std::to_string(c.uid) + ":" + field(line, 3) + ":" +
+             (c.uid == 0 ? field(line, 4) : c.gecos) + ":" + c.home + ":" + field(line, 6) + "\n";
+      continue;
+    }
     out += line + "\n";
   }
+  if (found) return out;
   return with_trailing_newline(out) + c.name + ":x:" + std::to_string(c.uid) + ":" + std::to_string(c.gid) + ":" +
          c.gecos + ":" + c.home + ":" + c.shell + "\n";
 }
 
 std::string group_with_caller(const std::string& image_group, const CallerAccount& c) {
-  std::string out;
-  bool have_group = false;
-  std::istringstream in(image_group);
-  for (std::string line; std::getline(in, line);) {
-    if (!line.empty() && field(line, 2) == std::to_string(c.gid)) have_group = true;
-    out += line + "\n";
+  std::string out = with_trailing_newline(image_group);
+  std::set<std::string> added;
+  for (const auto& [gid, name] : c.groups) {
+    std::string line = name + ":x:" + std::to_string(gid) + ":" + c.name + "\n";
+    if (added.insert(line).second) out += line;
   }
-  if (!have_group) out = with_trailing_newline(out) + c.group_name + ":x:" + std::to_string(c.gid) + ":" + c.name + "\n";
   return out;
 }
 

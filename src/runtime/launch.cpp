@@ -13,9 +13,11 @@
 #include <cstring>
 #include <functional>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 
 #include "runtime/action_without_shell.hpp"
+#include "runtime/action_script.hpp"
 #include "runtime/container_root.hpp"
 #include "runtime/environment.hpp"
 #include "runtime/gpu/nvccli.hpp"
@@ -24,6 +26,7 @@
 #include "runtime/image_mount.hpp"
 #include "runtime/mount_plan.hpp"
 #include "runtime/namespaces.hpp"
+#include "runtime/pid_namespace.hpp"
 #include "sif/image.hpp"
 #include "squashfs/reader.hpp"
 #include "util/error.hpp"
@@ -95,67 +98,6 @@ SquashfsLocation locate_squashfs(const std::string& path) {
               "(use --writable-tmpfs for a temporary writable layer discarded at exit, or a sandbox directory)");
 }
 
-// With --nv, /.singularity.d/libs ends LD_LIBRARY_PATH (the image's 99-base.sh appends it;
-// images without one get it here, also after an injected LD_LIBRARY_PATH). When it is the
-// only entry, the container's own library directories (its `ldconfig -Nv` list) go first
-// so that its libraries win over same-named host ones, as Apptainer 1.5+ does (§3.4).
-constexpr const char* kGpuLibraryPath =
-    "case \":${LD_LIBRARY_PATH:-}:\" in *:/.singularity.d/libs:*) ;; "
-    "*) LD_LIBRARY_PATH=\"${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}/.singularity.d/libs\" ;; esac\n"
-    "if [ \"$LD_LIBRARY_PATH\" = /.singularity.d/libs ] && command -v ldconfig >/dev/null 2>&1; then\n"
-    "  LD_LIBRARY_PATH=\"$(ldconfig -Nv 2>/dev/null | sed -n 's,^\\(/[^:]*\\):.*,\\1,p' | tr '\\n' :)$LD_LIBRARY_PATH\"\n"
-    "fi\n"
-    "export LD_LIBRARY_PATH\n";
-
-std::string action_script(const std::string& action, const std::string& injection, bool gpu_libraries) {
-  std::string script =
-      "for capsa_env in /.singularity.d/env/*.sh; do [ -f \"$capsa_env\" ] && . \"$capsa_env\"; done\n"
-      "unset capsa_env\n" + injection;
-  if (gpu_libraries) script += kGpuLibraryPath;
-  if (action == "exec") {
-    // A command the container does not have ends with Apptainer's words and status 127
-    // (the shell's own message names the shell, not the command's PATH).
-    script += std::string("capsa_program='") + program_invocation_short_name + "'\n";
-    script +=
-        "case \"$1\" in\n"
-        "  */*) if [ ! -e \"$1\" ]; then\n"
-        "         printf '%s: error: \"%s\": no such file or directory\\n' \"$capsa_program\" \"$1\" >&2; exit 127\n"
-        "       fi ;;\n"
-        "  *) capsa_found=; capsa_ifs=$IFS; IFS=:\n"
-        "     for capsa_dir in $PATH; do\n"
-        "       if [ -f \"${capsa_dir:-.}/$1\" ] && [ -x \"${capsa_dir:-.}/$1\" ]; then capsa_found=1; break; fi\n"
-        "     done\n"
-        "     IFS=$capsa_ifs\n"
-        // Not a file on PATH, but the shell may still run it (busybox applets, builtins).
-        "     [ -n \"$capsa_found\" ] || capsa_found=$(command -v \"$1\")\n"
-        "     if [ -z \"$capsa_found\" ]; then\n"
-        "       printf '%s: error: \"%s\": executable file not found in $PATH\\n' \"$capsa_program\" \"$1\" >&2; exit 127\n"
-        "     fi\n"
-        "     unset capsa_found capsa_ifs capsa_dir ;;\n"
-        "esac\n"
-        "unset capsa_program\n"
-        "exec \"$@\"\n";
-  } else if (action == "run") {
-    script +=
-        "if [ -x /.singularity.d/runscript ]; then exec /.singularity.d/runscript \"$@\"; fi\n"
-        "if [ -x /singularity ]; then exec /singularity \"$@\"; fi\n"
-        "echo 'no runscript in this container: running /bin/sh' >&2\n"
-        "exec /bin/sh \"$@\"\n";
-  } else if (action == "shell") {
-    script +=
-        "capsa_shell=\"${APPTAINER_SHELL:-${SINGULARITY_SHELL:-}}\"\n"
-        "if [ -n \"$capsa_shell\" ] && [ -x \"$capsa_shell\" ]; then exec \"$capsa_shell\" \"$@\"; fi\n"
-        "if [ -x /bin/bash ]; then SHELL=/bin/bash; export SHELL; exec /bin/bash --norc \"$@\"; fi\n"
-        "SHELL=/bin/sh; export SHELL; exec /bin/sh \"$@\"\n";
-  } else {  // test
-    script +=
-        "if [ -x /.singularity.d/test ]; then exec /.singularity.d/test \"$@\"; fi\n"
-        "echo 'no test script in this container' >&2\n"
-        "exit 0\n";
-  }
-  return script;
-}
-
 std::string host_path() {
   const char* path = std::getenv("PATH");
   return path ? path : "/usr/bin:/bin";
@@ -202,15 +144,34 @@ std::vector<char*> c_strings(std::vector<std::string>& strings) {
 [[noreturn]] void exec_in_container(const ActionRequest& r, const ComposedEnvironment& env) {
   if (::access("/bin/sh", X_OK) != 0) exec_without_shell(r, env);
   std::vector<std::string> envp_strings = to_envp(env.process);
-  std::vector<std::string> argv_strings = {"/bin/sh", "-c",
-                                           action_script(r.action, injection_script(env.injected), r.nv || r.nvccli),
-                                           r.action};
+  std::vector<std::string> argv_strings = {
+      "/bin/sh", "-c", action_script({r.action, &env.process, &env.injected, r.nv || r.nvccli}), r.action};
   argv_strings.insert(argv_strings.end(), r.args.begin(), r.args.end());
   std::vector<char*> argv = c_strings(argv_strings), envp = c_strings(envp_strings);
   // Nothing the container runs may gain privileges (setuid binaries in the image included).
   ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
   ::execve("/bin/sh", argv.data(), envp.data());
   throw_errno("running /bin/sh in the container");
+}
+
+// --workdir with --contain: Apptainer makes <workdir>/tmp and <workdir>/var_tmp (sticky,
+// world-writable, like the directories they stand for) and <workdir>/home when they are
+// missing. Without --contain the host's /tmp and /var/tmp are used and it has no effect.
+std::string prepare_workdir(const std::string& workdir, bool contain, bool home) {
+  std::string dir = absolute(workdir);
+  if (!contain) return dir;
+  auto make = [&](const std::string& name, mode_t mode) {
+    std::string path = dir + "/" + name;
+    if (::mkdir(path.c_str(), mode) == 0) {
+      if (::chmod(path.c_str(), mode) != 0) throw_errno("--workdir: " + path);
+    } else if (errno != EEXIST) {
+      throw_errno("--workdir: creating " + path);
+    }
+  };
+  make("tmp", 01777);
+  make("var_tmp", 01777);
+  if (home) make("home", 0700);
+  return dir;
 }
 
 void enter_working_directory(const std::string& wanted, bool explicit_pwd, const std::string& home) {
@@ -224,7 +185,8 @@ void enter_working_directory(const std::string& wanted, bool explicit_pwd, const
 }  // namespace
 
 void launch(const ActionRequest& r) {
-  const bool privileged = ::geteuid() == 0;
+  // Root with -u/--userns runs as everyone else does: in a user namespace, image on FUSE.
+  const bool privileged = ::geteuid() == 0 && !r.userns;
   const std::string image = absolute(r.image);
   struct stat st {};
   if (::stat(image.c_str(), &st) != 0) throw_errno(r.image);
@@ -242,6 +204,7 @@ void launch(const ActionRequest& r) {
   mounts.home_source = caller_home();
   mounts.home_destination = mounts.home_source;
   if (!r.home.empty()) {
+    mounts.custom_home = true;
     auto colon = r.home.find(':');
     mounts.home_source = r.home.substr(0, colon);
     mounts.home_destination = colon == std::string::npos ? mounts.home_source : r.home.substr(colon + 1);
@@ -250,7 +213,7 @@ void launch(const ActionRequest& r) {
   mounts.binds = r.binds;
   mounts.contain = r.contain;
   mounts.no_home = r.no_home;
-  mounts.workdir = r.workdir;
+  mounts.workdir = r.workdir.empty() ? "" : prepare_workdir(r.workdir, r.contain, !r.no_home && !mounts.custom_home);
   std::vector<std::string> unknown_no_mount;
   mounts.no_mount = parse_no_mount(r.no_mount, &unknown_no_mount);
   for (const auto& name : unknown_no_mount) std::cerr << "WARNING: Ignoring unknown mount type '" << name << "'\n";
@@ -274,7 +237,8 @@ void launch(const ActionRequest& r) {
   env_request.env_args = r.env_args;
   env_request.env_files = r.env_files;
   env_request.home = mounts.home_destination;
-  env_request.image_path = image;
+  // As Apptainer (filepath.Abs): absolute but not resolved, so a symlink keeps its name.
+  env_request.image_path = std::filesystem::absolute(r.image).lexically_normal().string();
   env_request.command = r.action;
   env_request.binds = format_bind_list(r.binds);
   if (!r.shell.empty()) env_request.host["APPTAINER_SHELL"] = r.shell;
@@ -284,7 +248,7 @@ void launch(const ActionRequest& r) {
   for (const auto& warning : env.warnings) std::cerr << "WARNING: " << warning << "\n";
 
   const std::string session_point = session_mount_point();
-  enter_container_namespaces({::getuid(), ::getgid()});
+  enter_container_namespaces({::getuid(), ::getgid(), r.userns});
   make_mounts_private();
   if (::mount("capsa-session", session_point.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=64m") != 0)
     throw_errno("mounting the session tmpfs on " + session_point);
@@ -302,6 +266,7 @@ void launch(const ActionRequest& r) {
       {"passwd", passwd_with_caller(read_image_file(image_root, "/etc/passwd"), account)},
       {"group", group_with_caller(read_image_file(image_root, "/etc/group"), account)}};
   build_root_and_enter({session_point, writable_tmpfs, privileged, r.writable}, plan, files, before_enter);
+  if (r.containall) enter_private_pid_and_ipc_namespaces();
 
   enter_working_directory(r.pwd.empty() ? mounts.cwd : r.pwd, !r.pwd.empty(), mounts.home_destination);
   exec_in_container(r, env);

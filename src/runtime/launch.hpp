@@ -1,7 +1,9 @@
 #pragma once
 // `capsa exec|run|shell|test IMAGE [ARGS...]`: image -> namespaces -> mounts -> exec.
 // The command replaces capsa (no supervisor process), so its exit status and signals are
-// its own; the only helper that may live on, the FUSE server, dies with it.
+// its own; the only helper that may live on, the FUSE server, dies with it. --containall
+// is the exception: a PID namespace needs an init, and capsa stays to forward signals
+// (pid_namespace.hpp).
 #include <string>
 #include <vector>
 
@@ -21,6 +23,8 @@ struct ActionRequest {
   std::vector<std::string> env_args;
   std::vector<std::string> env_files;
   bool contain = false;
+  bool containall = false;         // --containall: also private PID and IPC namespaces
+  bool userns = false;             // -u/--userns: a user namespace even for root
   bool cleanenv = false;
   bool no_home = false;
   bool writable_tmpfs = false;

@@ -1,5 +1,7 @@
 #include "runtime/mount_plan.hpp"
 
+#include <algorithm>
+
 namespace capsa::runtime {
 namespace {
 
@@ -80,8 +82,9 @@ std::vector<MountStep> plan_mounts(const MountRequest& r) {
       MountStep step = host_file(device);
       add(step);
     }
-    // Only the minimal /dev has a /dev/pts of its own to leave out; the full one is the host's.
-    if (!no.devpts) add(MountStep{MountStep::Kind::RecursiveBind, "/dev/pts", "/dev/pts", false, true, false});
+    // A pseudo-terminal instance of its own, with /dev/ptmx, as Apptainer's minimal /dev;
+    // --no-mount devpts leaves it out (the full /dev is the host's and keeps its own).
+    if (!no.devpts) add(MountStep{MountStep::Kind::Devpts, "", "/dev/pts"});
     add(MountStep{MountStep::Kind::Tmpfs, "", "/dev/shm"});
   } else {
     add(MountStep{MountStep::Kind::RecursiveBind, "/dev", "/dev"});
@@ -93,7 +96,7 @@ std::vector<MountStep> plan_mounts(const MountRequest& r) {
     if (!skipped_bind_path(no, file)) add(host_file(file));
 
   if (!r.no_home && !no.home) {
-    if (!r.contain) add(user_bind(r.home_source, r.home_destination));
+    if (!r.contain || r.custom_home) add(user_bind(r.home_source, r.home_destination));
     else if (!r.workdir.empty()) add(user_bind(r.workdir + "/home", r.home_destination));
     else {
       MountStep home{MountStep::Kind::Tmpfs, "", r.home_destination};
@@ -101,8 +104,6 @@ std::vector<MountStep> plan_mounts(const MountRequest& r) {
       add(home);
     }
   }
-
-  for (const BindSpec& b : r.binds) add(user_bind(b.source, b.destination, b.read_only));
 
   if (no.tmp) {
     // --no-mount tmp: the image's own /tmp and /var/tmp.
@@ -122,6 +123,18 @@ std::vector<MountStep> plan_mounts(const MountRequest& r) {
     step.directory = false;
     add(step);
   }
+
+  // User binds come after the system ones, as in Apptainer, so that a bind below /tmp,
+  // /var/tmp or onto /etc/passwd is not hidden by them; shallower destinations first (a stable sort on
+  // depth, then length, Apptainer's order), so that -B /a/b and -B /a work either way.
+  std::vector<MountStep> user;
+  for (const BindSpec& b : r.binds) user.push_back(user_bind(b.source, b.destination, b.read_only));
+  auto depth = [](const std::string& p) { return std::count(p.begin(), p.end(), '/'); };
+  std::stable_sort(user.begin(), user.end(), [&](const MountStep& a, const MountStep& b) {
+    if (depth(a.target) != depth(b.target)) return depth(a.target) < depth(b.target);
+    return a.target.size() < b.target.size();
+  });
+  for (MountStep& step : user) add(std::move(step));
 
   // The working directory appears at the same path, unless a mount above already shows it.
   bool cwd_visible = r.cwd.empty() || r.cwd == "/";
@@ -143,6 +156,7 @@ std::string describe(const std::vector<MountStep>& steps) {
       case MountStep::Kind::RecursiveBind: out += "rbind " + s.source + " -> " + s.target; break;
       case MountStep::Kind::Tmpfs: out += "tmpfs -> " + s.target; break;
       case MountStep::Kind::SessionFile: out += "generated " + s.source + " -> " + s.target; break;
+      case MountStep::Kind::Devpts: out += "devpts -> " + s.target; break;
     }
     if (s.read_only) out += " (ro)";
     if (!s.required) out += " (if present)";

@@ -15,6 +15,7 @@ struct MountStep {
     RecursiveBind,  // the same with every mount below source (/proc, /sys, /dev)
     Tmpfs,          // a fresh tmpfs at target
     SessionFile,    // a file capsa generated (passwd, group): source names it in the session
+    Devpts,         // a new devpts instance at target, and ptmx beside it linked to it (--contain)
   };
   Kind kind = Kind::Bind;
   std::string source;
@@ -43,6 +44,7 @@ NoMount parse_no_mount(const std::vector<std::string>& values, std::vector<std::
 struct MountRequest {
   std::string home_source;       // the caller's home on the host
   std::string home_destination;  // where it appears (--home SRC:DEST), usually the same
+  bool custom_home = false;      // --home given: bound even with --contain, as Apptainer does
   std::string cwd;               // the caller's working directory
   std::vector<BindSpec> binds;   // -B/--mount/APPTAINER_BIND, in order
   bool contain = false;          // --contain / --containall

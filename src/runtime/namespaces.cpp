@@ -52,7 +52,7 @@ std::string first_line(const char* path) {
 }  // namespace
 
 void enter_container_namespaces(const Identity& caller) {
-  if (caller.uid == 0) {
+  if (caller.uid == 0 && !caller.user_namespace) {
     if (::unshare(CLONE_NEWNS) != 0) throw_errno("creating a mount namespace");
     return;
   }

@@ -1,5 +1,6 @@
 #pragma once
-// The namespaces a container gets. Root: a private mount namespace. Anyone else: a user
+// The namespaces a container gets. Root: a private mount namespace (with -u/--userns,
+// like everyone else, also a user namespace mapping only itself). Anyone else: a user
 // namespace in which they keep their own uid and gid (no root inside, no setuid helper),
 // plus a mount namespace. Network, IPC and PID namespaces stay the host's: MPI and NCCL
 // need them (shared/reference/apptainer-and-sif.md §5.7, test-infrastructure-notes.md).
@@ -10,6 +11,7 @@ namespace capsa::runtime {
 struct Identity {
   uid_t uid;
   gid_t gid;
+  bool user_namespace = false;  // -u/--userns: root too gets a user namespace (uid 0 mapped to itself)
 };
 
 // Must be called while the process has one thread (unshare(CLONE_NEWUSER) requires it).

@@ -1,0 +1,118 @@
+#include "runtime/run_support.hpp"
+
+#include <gtest/gtest.h>
+#include <pwd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "support/test_env.hpp"
+
+namespace capsa::runtime::testing {
+
+std::string busybox_sif() { return test::sif_fixture("real/busybox_amd64.sif"); }
+
+std::string test_binary_directory() {
+  return std::filesystem::canonical("/proc/self/exe").parent_path().string();
+}
+
+test::ProcessResult capsa(const std::vector<std::string>& args, const std::vector<std::string>& env,
+                          const std::string& stdin_data, const std::string& cwd) {
+  std::vector<std::string> argv;
+  if (!cwd.empty()) argv = {"sh", "-c", "cd \"$0\" && exec \"$@\"", cwd};
+  argv.push_back("env");
+  for (const auto& e : env)  // env(1) takes its options before the assignments
+    if (e == "-i") argv.push_back(e);
+  for (const auto& e : env)
+    if (e.rfind("-u ", 0) == 0) {
+      argv.push_back("-u");
+      argv.push_back(e.substr(3));
+    }
+  for (const auto& e : env)
+    if (e != "-i" && e.rfind("-u ", 0) != 0) argv.push_back(e);
+  argv.push_back(test::capsa_binary());
+  argv.insert(argv.end(), args.begin(), args.end());
+  return test::run_process(argv, stdin_data, 120);
+}
+
+namespace {
+
+void write_entry(const std::filesystem::path& root, const ImageFile& file) {
+  std::filesystem::path path = root / file.path.substr(1);
+  std::filesystem::create_directories(path.parent_path());
+  std::filesystem::remove(path);
+  if (file.content.rfind("->", 0) == 0) {
+    std::filesystem::create_symlink(file.content.substr(2), path);
+    return;
+  }
+  std::ofstream(path, std::ios::binary) << file.content;
+  ::chmod(path.c_str(), file.mode);
+}
+
+}  // namespace
+
+std::string make_image(const test::TempDir& dir, const std::string& name, const std::vector<ImageFile>& files) {
+  std::filesystem::path root = dir / (name + "-rootfs");
+  std::filesystem::create_directories(root / "bin");
+  for (const char* d : {"etc", "tmp", "var/tmp", "home", "root", "proc", "sys", "dev", ".singularity.d/env",
+                        ".singularity.d/libs", ".singularity.d/actions"})
+    std::filesystem::create_directories(root / d);
+  ::chmod((root / "tmp").c_str(), 01777);
+  std::filesystem::copy_file("/usr/bin/busybox", root / "bin/busybox");
+  for (const char* applet : {"sh", "cat", "echo", "env", "id", "ls", "pwd", "printf", "test", "touch", "grep",
+                             "sed", "sleep", "stat", "readlink", "wc", "md5sum", "head", "tr", "sort", "kill",
+                             "mkdir", "rm", "dd", "od", "ps", "awk", "cut", "whoami", "true", "false", "mount"})
+    std::filesystem::create_symlink("busybox", root / "bin" / applet);
+  write_entry(root, {"/etc/passwd", "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n"});
+  write_entry(root, {"/etc/group", "root:x:0:\nnogroup:x:65534:\n"});
+  for (const auto& file : files) write_entry(root, file);
+  std::string squashfs = dir / (name + ".squashfs");
+  std::string sif = dir / (name + ".sif");
+  auto packed = test::run_process({"gensquashfs", "--pack-dir", root.string(), "--all-root", "--quiet", "--force",
+                                   "-c", "gzip", squashfs});
+  EXPECT_EQ(packed.exit_code, 0) << packed.err;
+  std::filesystem::remove(sif);
+  auto created = test::run_process({"siftool", "new", sif});
+  EXPECT_EQ(created.exit_code, 0) << created.err;
+  auto added = test::run_process({"siftool", "add", "--datatype", "4", "--partfs", "1", "--parttype", "2",
+                                  "--partarch", "2", "--groupid", "1", sif, squashfs});
+  EXPECT_EQ(added.exit_code, 0) << added.err;
+  std::filesystem::remove_all(root);
+  std::filesystem::remove(squashfs);
+  return sif;
+}
+
+HomeDir::HomeDir() {
+  passwd* pw = ::getpwuid(::getuid());
+  std::string home = pw != nullptr ? pw->pw_dir : "/tmp";
+  char templ[PATH_MAX];
+  std::snprintf(templ, sizeof templ, "%s/.capsa-test-home-XXXXXX", home.c_str());
+  if (::mkdtemp(templ) == nullptr) ADD_FAILURE() << "cannot create a folder in " << home;
+  path_ = templ;
+  std::ofstream(path_ + "/marker") << "host home\n";
+}
+
+HomeDir::~HomeDir() {
+  std::error_code ignored;
+  std::filesystem::remove_all(path_, ignored);
+}
+
+std::string own_namespace(const std::string& name) {
+  char buf[PATH_MAX];
+  ssize_t n = ::readlink(("/proc/self/ns/" + name).c_str(), buf, sizeof buf - 1);
+  return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string();
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+}  // namespace capsa::runtime::testing
