@@ -1,0 +1,41 @@
+#pragma once
+// What a container or a pull may leave behind on the host, read from /proc and /sys, for
+// the fault, load and privilege suites. Each returns what it found (empty: nothing), so
+// that a failing assertion shows the leftover itself.
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+namespace capsa::test {
+
+// "PID: mountinfo line" for every mount whose mount point is `dir` or lies below it, in
+// the mount namespace of any process this one may inspect. capsa mounts a container's
+// session tmpfs (and everything else) under $CAPSA_SESSION_DIR in the container's own
+// namespace: a test that gives each container a private session directory sees here
+// every mount that any of its containers still holds, whichever namespace it is in.
+std::vector<std::string> mounts_under(const std::string& dir);
+
+// /dev/loopN of every loop device whose backing file is `file` (the kernel's
+// /sys/block/loopN/loop/backing_file; what `losetup -j FILE` reports).
+std::vector<std::string> loop_devices_backed_by(const std::string& file);
+
+// "PID: command line" of every process (but this one) whose command line contains
+// `needle`: the FUSE server names the image it serves.
+std::vector<std::string> processes_with_argument(const std::string& needle);
+
+// "PID: command line" of every process (but this one) whose environment contains
+// `needle` (readable for one's own processes, or all of them as root): capsa and
+// everything it starts inherit a marker variable the test sets.
+std::vector<std::string> processes_with_environment(const std::string& needle);
+
+// The targets of the open descriptors of `pid` (readlink of /proc/PID/fd/N), "N -> TARGET".
+std::vector<std::string> open_descriptors(pid_t pid);
+
+// Peak resident set size (VmHWM) of `pid` in KiB, 0 when unreadable.
+long peak_rss_kib(pid_t pid);
+
+// Joins lines for an assertion message.
+std::string joined(const std::vector<std::string>& lines);
+
+}  // namespace capsa::test
