@@ -45,7 +45,7 @@ class RunFaults : public ::testing::Test {
   // What a live container holds: mounts under its session directory, and a loop device
   // (root) or a FUSE server (anyone else) on the image.
   std::vector<std::string> leftovers() const {
-    std::vector<std::string> found = test::mounts_under(session);
+    std::vector<std::string> found = test::mounts_naming(session);
     for (const auto& loop : test::loop_devices_backed_by(image)) found.push_back("loop device " + loop);
     for (const auto& server : test::processes_with_argument(image)) found.push_back("process " + server);
     for (const auto& process : test::processes_with_environment(marker)) found.push_back("process " + process);
@@ -65,7 +65,7 @@ TEST_F(RunFaults, KillNineOfARunningContainerLeavesNothing) {
   Background container(exec_argv("touch /w/ready; exec sleep 300"), work / "container.err");
   ASSERT_TRUE(eventually([&] { return fs::exists(shared + "/ready"); }, 60)) << test::read_file(work / "container.err");
   // The checks can see a live container: its mounts, and its loop device or FUSE server.
-  EXPECT_FALSE(test::mounts_under(session).empty());
+  EXPECT_FALSE(test::mounts_naming(session).empty());
   EXPECT_TRUE(image_is_mounted());
   container.signal(SIGKILL);
   EXPECT_EQ(container.wait().signal, SIGKILL);

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <thread>
 
 #include "support/temp_dir.hpp"
@@ -69,7 +70,9 @@ ProcessResult Background::wait() {
   ProcessResult result;
   if (WIFEXITED(status_)) result.exit_code = WEXITSTATUS(status_);
   if (WIFSIGNALED(status_)) result.signal = WTERMSIG(status_);
-  result.err = read_file(err_file_);
+  // Killed before it opened its stderr file: nothing to read.
+  std::error_code ec;
+  if (std::filesystem::exists(err_file_, ec)) result.err = read_file(err_file_);
   return result;
 }
 

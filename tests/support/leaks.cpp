@@ -61,7 +61,7 @@ std::string canonical_or_same(const std::string& path) {
 
 }  // namespace
 
-std::vector<std::string> mounts_under(const std::string& dir) {
+std::vector<std::string> mounts_naming(const std::string& dir) {
   const std::string root = canonical_or_same(dir);
   std::vector<std::string> found;
   std::set<std::string> namespaces_seen;
@@ -76,8 +76,9 @@ std::vector<std::string> mounts_under(const std::string& dir) {
       std::string id, parent, device, mount_root, mount_point;
       fields >> id >> parent >> device >> mount_root >> mount_point;
       mount_point = unescape(mount_point);
-      if (mount_point == root || mount_point.starts_with(root + "/"))
-        found.push_back(std::to_string(pid) + ": " + line);
+      bool names_it = mount_point == root || mount_point.starts_with(root + "/") ||
+                      unescape(line).find(root + "/") != std::string::npos || unescape(line).ends_with(root);
+      if (names_it) found.push_back(std::to_string(pid) + ": " + line);
     }
   }
   return found;

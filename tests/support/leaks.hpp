@@ -9,12 +9,15 @@
 
 namespace capsa::test {
 
-// "PID: mountinfo line" for every mount whose mount point is `dir` or lies below it, in
-// the mount namespace of any process this one may inspect. capsa mounts a container's
-// session tmpfs (and everything else) under $CAPSA_SESSION_DIR in the container's own
-// namespace: a test that gives each container a private session directory sees here
-// every mount that any of its containers still holds, whichever namespace it is in.
-std::vector<std::string> mounts_under(const std::string& dir);
+// "PID: mountinfo line" for every mount that names `dir` (its mount point, source or
+// options lie at or below it), in the mount namespace of any process this one may
+// inspect. capsa mounts a container's session tmpfs on $CAPSA_SESSION_DIR and builds the
+// container's overlay from directories in it (`lowerdir=SESSION/points:SESSION/image`),
+// in the container's own namespace: a test that gives each container a private session
+// directory sees here every container of its own that is still set up, whichever
+// namespace it is in, and after pivot_root too (when the session itself is out of the
+// container's sight, its overlay still names it).
+std::vector<std::string> mounts_naming(const std::string& dir);
 
 // /dev/loopN of every loop device whose backing file is `file` (the kernel's
 // /sys/block/loopN/loop/backing_file; what `losetup -j FILE` reports).
