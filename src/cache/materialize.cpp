@@ -34,7 +34,8 @@ bool copy_in_kernel(int in, int out, std::uint64_t size) {
 
 void materialize(int source_fd, const std::string& destination, unsigned mode, bool replace) {
   with_context("writing " + destination, [&] {
-    AtomicFile out(destination, mode);
+    // Unnamed until complete: a SIGKILL in the middle of a large copy leaves nothing.
+    AtomicFile out(destination, mode, AtomicFile::Temporary::unnamed_if_possible);
     // FICLONE shares the extents (btrfs, XFS with reflink): instant, no extra space.
     if (::ioctl(out.fd(), FICLONE, source_fd) != 0) {
       std::uint64_t size = file_size(source_fd);

@@ -12,7 +12,35 @@
 
 namespace capsa {
 
-AtomicFile::AtomicFile(std::string final_path, unsigned mode) : final_path_(std::move(final_path)) {
+namespace {
+
+std::string directory_of(const std::string& path) {
+  auto slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+// Gives the open unnamed file `fd` the name `path` (EEXIST when taken). Through /proc,
+// which needs no privilege (AT_EMPTY_PATH would need CAP_DAC_READ_SEARCH).
+bool link_unnamed(int fd, const std::string& path) {
+  std::string self = "/proc/self/fd/" + std::to_string(fd);
+  return ::linkat(AT_FDCWD, self.c_str(), AT_FDCWD, path.c_str(), AT_SYMLINK_FOLLOW) == 0;
+}
+
+}  // namespace
+
+AtomicFile::AtomicFile(std::string final_path, unsigned mode, Temporary temporary)
+    : final_path_(std::move(final_path)) {
+  if (temporary == Temporary::unnamed_if_possible) {
+    int fd = ::open(directory_of(final_path_).c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, static_cast<mode_t>(mode));
+    if (fd >= 0) {
+      fd_.reset(fd);
+      unnamed_ = true;
+      return;
+    }
+    // Filesystems without O_TMPFILE answer EOPNOTSUPP (old kernels EISDIR or EINVAL);
+    // anything else (a missing directory, no permission) fails below with a clearer message.
+  }
   // mkstemp wants a writable template; the suffix keeps temporaries recognisable.
   std::string tmpl = final_path_ + ".capsa-tmp-XXXXXX";
   std::vector<char> buf(tmpl.begin(), tmpl.end());
@@ -32,7 +60,25 @@ AtomicFile::~AtomicFile() {
 }
 
 void AtomicFile::commit(bool replace) {
-  if (::fsync(fd_.get()) != 0) throw_errno("fsync " + temp_path_);
+  if (::fsync(fd_.get()) != 0) throw_errno("fsync " + (unnamed_ ? final_path_ : temp_path_));
+  if (unnamed_) {
+    if (!replace) {
+      if (!link_unnamed(fd_.get(), final_path_)) throw_errno(final_path_);  // EEXIST: refused, race-free
+      fd_.reset();
+      committed_ = true;
+      return;
+    }
+    // rename(2) needs a name: link to a fresh one, then rename it over the final path.
+    // Only in between could a SIGKILL leave a file behind, and then a complete one.
+    for (int attempt = 0;; ++attempt) {
+      std::string candidate = final_path_ + ".capsa-tmp-" + std::to_string(::getpid()) + "-" + std::to_string(attempt);
+      if (link_unnamed(fd_.get(), candidate)) {
+        temp_path_ = candidate;
+        break;
+      }
+      if (errno != EEXIST || attempt > 100) throw_errno("naming the new " + final_path_);
+    }
+  }
   fd_.reset();
   if (replace) {
     if (::rename(temp_path_.c_str(), final_path_.c_str()) != 0) throw_errno("rename to " + final_path_);
