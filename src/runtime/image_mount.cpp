@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <linux/loop.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
@@ -26,8 +27,15 @@ constexpr unsigned long kImageMountFlags = MS_RDONLY | MS_NOSUID | MS_NODEV;
 void mount_with_loop_device(const SquashfsLocation& image, const std::string& target) {
   UniqueFd control = open_file("/dev/loop-control", O_RDWR);
   UniqueFd backing = open_file(image.file, O_RDONLY);
-  // Another container may grab the free device between GET_FREE and CONFIGURE: retry.
-  for (int attempt = 0; attempt < 16; ++attempt) {
+  // When a job's ranks start together, GET_FREE hands them all the same number and all
+  // but one lose the race to CONFIGURE. capsa processes take turns through an exclusive
+  // lock on /dev/loop-control, held for those two calls only; other tools (losetup,
+  // mount -o loop) may still take a device in between, hence the retries.
+  constexpr int kAttempts = 64;
+  for (int attempt = 0; attempt < kAttempts; ++attempt) {
+    while (::flock(control.get(), LOCK_EX) != 0) {
+      if (errno != EINTR) throw_errno("locking /dev/loop-control");
+    }
     int number = ::ioctl(control.get(), LOOP_CTL_GET_FREE);
     if (number < 0) throw_errno("finding a free loop device");
     std::string device = "/dev/loop" + std::to_string(number);
@@ -38,18 +46,24 @@ void mount_with_loop_device(const SquashfsLocation& image, const std::string& ta
     config.info.lo_sizelimit = image.size;
     // Auto-clear: the device is released when its last user (the mount) goes away.
     config.info.lo_flags = LO_FLAGS_READ_ONLY | LO_FLAGS_AUTOCLEAR;
-    if (::ioctl(loop.get(), LOOP_CONFIGURE, &config) != 0) {
-      if (errno == EBUSY) continue;
-      throw_errno("configuring " + device + " for " + image.file);
+    int configured = ::ioctl(loop.get(), LOOP_CONFIGURE, &config);
+    int err = errno;
+    ::flock(control.get(), LOCK_UN);
+    if (configured != 0) {
+      if (err == EBUSY) {
+        ::usleep(static_cast<useconds_t>(1000 * (1 + attempt % 8)));  // someone else's: let them finish
+        continue;
+      }
+      throw SystemError("configuring " + device + " for " + image.file, err);
     }
     if (::mount(device.c_str(), target.c_str(), "squashfs", kImageMountFlags, nullptr) != 0) {
-      int err = errno;
+      err = errno;
       ::ioctl(loop.get(), LOOP_CLR_FD, 0);
       throw SystemError("mounting the squashfs of " + image.file + " from " + device, err);
     }
     return;
   }
-  throw Error("no free loop device for " + image.file + " after 16 attempts");
+  throw Error("no free loop device for " + image.file + " after " + std::to_string(kAttempts) + " attempts");
 }
 
 void mount_with_squashfuse(const SquashfsLocation& image, const std::string& target) {
