@@ -97,6 +97,7 @@ class Load : public ::testing::Test {
   }
   std::vector<std::string> leftovers() const {
     std::vector<std::string> found = test::mounts_naming(session);
+    for (const auto& mount : test::mounts_naming(image)) found.push_back(mount);
     for (const auto& loop : test::loop_devices_backed_by(image)) found.push_back("loop device " + loop);
     for (const auto& process : test::processes_with_argument(image)) found.push_back("process " + process);
     for (const auto& process : test::processes_with_environment(marker)) found.push_back("process " + process);

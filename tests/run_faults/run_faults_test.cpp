@@ -46,6 +46,7 @@ class RunFaults : public ::testing::Test {
   // (root) or a FUSE server (anyone else) on the image.
   std::vector<std::string> leftovers() const {
     std::vector<std::string> found = test::mounts_naming(session);
+    for (const auto& mount : test::mounts_naming(image)) found.push_back(mount);
     for (const auto& loop : test::loop_devices_backed_by(image)) found.push_back("loop device " + loop);
     for (const auto& server : test::processes_with_argument(image)) found.push_back("process " + server);
     for (const auto& process : test::processes_with_environment(marker)) found.push_back("process " + process);
