@@ -140,7 +140,8 @@ TEST_F(Load, ALongRunningContainerHoldsNoDescriptorItDidNotInherit) {
   test::Background container({"env", "CAPSA_SESSION_DIR=" + session, marker, test::capsa_binary(), "exec", "-B",
                               work / "shared" + ":/w", image, "sh", "-c", "touch /w/ready; exec sleep 300"},
                              work / "container.err");
-  ASSERT_TRUE(test::eventually([&] { return fs::exists(work / "shared/ready"); }, 60))
+  ASSERT_TRUE(test::eventually([&] { return fs::exists(work / "shared/ready") || container.finished(); }, 60) &&
+              fs::exists(work / "shared/ready"))
       << test::read_file(work / "container.err");
   std::vector<std::string> fds = test::open_descriptors(container.pid());
   std::vector<std::string> unexpected;
@@ -214,6 +215,39 @@ TEST_F(Load, ConcurrentPullsOfTheSameAndOfDifferentImagesIntoOneCache) {
   EXPECT_EQ(check.sifs, 3);
   EXPECT_TRUE(check.partials.empty()) << joined(check.partials);
   EXPECT_TRUE(check.stale_temporaries.empty()) << joined(check.stale_temporaries);
+}
+
+// `cache clean` while containers run from the cache (`exec docker://`): their image is
+// kept (with a warning) until the last of them ends, then removed.
+TEST_F(Load, ACacheCleanWhileContainersRunKeepsTheirImage) {
+  const std::string cache = work / "cache";
+  fs::create_directories(work / "shared");
+  const std::vector<std::string> env = {"env", "CAPSA_CACHEDIR=" + cache, "APPTAINER_NOHTTPS=1",
+                                        "CAPSA_SESSION_DIR=" + session, marker};
+  auto argv = env;
+  for (const std::string& arg : {test::capsa_binary(), std::string("exec"), std::string("-B"),
+                                 work / "shared" + ":/w", "docker://" + test::test_registry().plain + "/public/busybox:1.0",
+                                 std::string("sh"), std::string("-c"),
+                                 std::string("sleep 300 & touch /w/ready; exec sleep 300")})
+    argv.push_back(arg);
+  test::Background container(argv, work / "container.err", /*own_group=*/true);
+  ASSERT_TRUE(test::eventually([&] { return fs::exists(work / "shared/ready") || container.finished(); }, 120) &&
+              fs::exists(work / "shared/ready"))
+      << test::read_file(work / "container.err");
+  auto clean_argv = env;
+  for (const char* arg : {"cache", "clean", "--force"}) clean_argv.push_back(arg);
+  clean_argv.insert(clean_argv.begin() + static_cast<long>(env.size()), test::capsa_binary());
+  auto cleaned = test::run_process(clean_argv, "", 60);
+  EXPECT_EQ(cleaned.exit_code, 0) << cleaned.err;
+  EXPECT_NE(cleaned.err.find("WARNING: kept sif"), std::string::npos) << cleaned.out << cleaned.err;
+  EXPECT_EQ(test::check_cache(cache).sifs, 1) << "the running containers' image is still there";
+
+  container.signal_group(SIGKILL);
+  container.wait();
+  expect_nothing_left();
+  auto again = test::run_process(clean_argv, "", 60);
+  EXPECT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(test::check_cache(cache).sifs, 0) << "once they ended, clean removes it: " << again.out << again.err;
 }
 
 }  // namespace

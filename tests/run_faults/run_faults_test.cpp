@@ -64,7 +64,9 @@ class RunFaults : public ::testing::Test {
 
 TEST_F(RunFaults, KillNineOfARunningContainerLeavesNothing) {
   Background container(exec_argv("touch /w/ready; exec sleep 300"), work / "container.err");
-  ASSERT_TRUE(eventually([&] { return fs::exists(shared + "/ready"); }, 60)) << test::read_file(work / "container.err");
+  ASSERT_TRUE(eventually([&] { return fs::exists(shared + "/ready") || container.finished(); }, 60) &&
+              fs::exists(shared + "/ready"))
+      << "the container ended early: " << test::read_file(work / "container.err");
   // The checks can see a live container: its mounts, and its loop device or FUSE server.
   EXPECT_FALSE(test::mounts_naming(session).empty());
   EXPECT_TRUE(image_is_mounted());
@@ -78,7 +80,9 @@ TEST_F(RunFaults, KillNineOfARunningContainerLeavesNothing) {
 TEST_F(RunFaults, KillNineOfAContainersProcessGroupLeavesNothing) {
   Background container(exec_argv("sleep 300 & sleep 300 & (sleep 300; true) & touch /w/ready; wait"),
                        work / "container.err", /*own_group=*/true);
-  ASSERT_TRUE(eventually([&] { return fs::exists(shared + "/ready"); }, 60)) << test::read_file(work / "container.err");
+  ASSERT_TRUE(eventually([&] { return fs::exists(shared + "/ready") || container.finished(); }, 60) &&
+              fs::exists(shared + "/ready"))
+      << "the container ended early: " << test::read_file(work / "container.err");
   EXPECT_GE(test::processes_with_environment(marker).size(), 4u) << "the shell and its three children";
   container.signal_group(SIGKILL);
   EXPECT_EQ(container.wait().signal, SIGKILL);
