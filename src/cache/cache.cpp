@@ -55,6 +55,21 @@ void copy_stream(int in, int out, const std::string& what) {
   }
 }
 
+// A cache directory that every user may write lets anyone put a file there under the
+// name of an image another user will run (entries are trusted once published): refused.
+// A group-writable one is a deliberately shared cache, whose group is trusted.
+void refuse_world_writable(const std::string& dir) {
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0) throw_errno("stat " + dir);
+  if (st.st_mode & S_IWOTH) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    throw Error(dir + " is writable by every user (mode " + mode +
+                "): anyone could plant an image there; run `chmod o-w " + dir +
+                "` or choose another cache directory (CAPSA_CACHEDIR)");
+  }
+}
+
 void write_cachedir_tag(const std::string& root) {
   // https://bford.info/cachedir/: backup tools (tar --exclude-caches, borg, restic) skip it.
   std::string tag = root + "/CACHEDIR.TAG";
@@ -78,7 +93,11 @@ Cache::Cache(std::string root) : root_(std::move(root)) {
   warn_ = [](const std::string& message) { std::fprintf(stderr, "WARNING: %s\n", message.c_str()); };
   with_context("cache " + root_, [&] {
     ensure_directory(root_, kPrivateDirMode);
-    for (const char* dir : {"/blobs", "/blobs/sha256", "/sif", "/tmp"}) ensure_directory(root_ + dir, kInnerDirMode);
+    refuse_world_writable(root_);
+    for (const char* dir : {"/blobs", "/blobs/sha256", "/sif", "/tmp"}) {
+      ensure_directory(root_ + dir, kInnerDirMode);
+      refuse_world_writable(root_ + dir);
+    }
     write_cachedir_tag(root_);
   });
 }

@@ -181,6 +181,14 @@ class Cache {
   std::shared_ptr<std::atomic<bool>> warned_no_locking_ = std::make_shared<std::atomic<bool>>(false);
 };
 
+// Marks the published entry at `entry_path` in use for the life of this process and of
+// what it execs into (a container run from the cache, `exec docker://`): a shared lock on
+// its lock file, through a descriptor left open across exec, so that `clean` keeps the
+// image while the container or any process it started runs. Waits while a clean holds
+// the entry; throws when the entry is gone (removed meanwhile). Returns the descriptor,
+// or -1 when the cache's filesystem gives no locks.
+int hold_across_exec(const std::string& entry_path);
+
 // Puts a copy of `source` at `destination` (mode `mode` minus umask): a reflink where
 // the filesystem shares extents (FICLONE: btrfs, XFS), else copy_file_range (server-side
 // copy on NFS 4.2), else read/write; through a temporary name and rename, so the

@@ -44,6 +44,9 @@ class FileLock {
   // Records "host pid" in the lock file, for the message of a process that waits.
   void record_holder();
   void release() { fd_.reset(); }
+  // Gives up the descriptor without releasing the lock: it stays held as long as the
+  // descriptor is open, also in what this process execs into (see hold_across_exec).
+  int release_descriptor() { return fd_.release(); }
   // Removes the lock file while still holding it, then releases. Safe against processes
   // that opened the old file meanwhile: they notice the unlink and start over.
   void unlink_and_release();

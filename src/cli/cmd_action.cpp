@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 
+#include "cache/cache.hpp"
 #include "cli/commands.hpp"
 #include "cli/env_flags.hpp"
 #include "image/metadata.hpp"
@@ -54,6 +55,9 @@ runtime::ActionRequest request_from(const std::string& action, const ActionFlags
     pull_options.reference = r.image;
     pull_options.nohttps = env_flag("NOHTTPS");
     r.image = pull::cached_sif_in_subprocess(pull_options, Progress::detect_mode(f.quiet, 2));
+    // The container holds the entry in use (a descriptor it inherits), so that a
+    // `cache clean` meanwhile keeps the image it runs from.
+    cache::hold_across_exec(r.image);
   }
   // -B wins in order after the environment's binds, as Apptainer merges them.
   r.binds = runtime::binds_from_environment(std::map<std::string, std::string>{

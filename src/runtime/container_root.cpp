@@ -146,17 +146,25 @@ void check_bind_types(const MountStep& step, int target_fd) {
               "or one that does not exist in the image)");
 }
 
-// Read-only remount of a bind keeps the flags the kernel locked on the original mount
-// (in a user namespace nosuid/nodev/noexec cannot be dropped, and must be repeated).
-void remount_read_only(const std::string& target) {
+// Remounts a bind with `extra` flags (nosuid always, read-only when asked). A bind
+// remount sets every per-mount flag anew, and in a user namespace the kernel refuses to
+// drop a flag it locked on the original mount (read-only, nosuid, nodev, noexec, the
+// atime mode): those are carried over from what the mount has now.
+void remount_bind(const std::string& target, unsigned long extra, const std::string& shown_as) {
   struct statvfs sv {};
-  unsigned long flags = MS_BIND | MS_REMOUNT | MS_RDONLY;
+  unsigned long flags = MS_BIND | MS_REMOUNT | extra;
   if (::statvfs(target.c_str(), &sv) == 0) {
+    if (sv.f_flag & ST_RDONLY) flags |= MS_RDONLY;
     if (sv.f_flag & ST_NOSUID) flags |= MS_NOSUID;
     if (sv.f_flag & ST_NODEV) flags |= MS_NODEV;
     if (sv.f_flag & ST_NOEXEC) flags |= MS_NOEXEC;
+    if (sv.f_flag & ST_NODIRATIME) flags |= MS_NODIRATIME;
+    if (sv.f_flag & ST_NOATIME) flags |= MS_NOATIME;
+    else if (sv.f_flag & ST_RELATIME) flags |= MS_RELATIME;
+    else flags |= MS_STRICTATIME;
   }
-  if (::mount(nullptr, target.c_str(), nullptr, flags, nullptr) != 0) throw_errno("making " + target + " read-only");
+  if (::mount(nullptr, target.c_str(), nullptr, flags, nullptr) != 0)
+    throw_errno("remounting " + shown_as + ((extra & MS_RDONLY) ? " read-only" : " nosuid"));
 }
 
 // A target below an earlier mount (say /dev/shm on the --contain /dev tmpfs) cannot be
@@ -217,12 +225,12 @@ void apply_step(int root_fd, const std::string& session, const MountStep& step, 
       unsigned long flags = MS_BIND | (step.kind == MountStep::Kind::RecursiveBind ? MS_REC : 0);
       if (::mount(step.source.c_str(), where.c_str(), nullptr, flags, nullptr) != 0)
         throw_errno("binding " + step.source + " to " + step.target);
-      if (step.read_only) {
-        // The fd still names the covered directory; the new mount is found by path again.
-        UniqueFd mounted(open_in_root(root_fd, step.target, O_PATH));
-        if (!mounted) throw_errno("finding the bind at " + step.target);
-        remount_read_only(fd_path(mounted.get()));
-      }
+      // nosuid: a setuid program of the host reached through a bind must not run with its
+      // owner's rights (no_new_privs stops that too; this holds even without it).
+      // The fd still names the covered directory; the new mount is found by path again.
+      UniqueFd mounted(open_in_root(root_fd, step.target, O_PATH));
+      if (!mounted) throw_errno("finding the bind at " + step.target);
+      remount_bind(fd_path(mounted.get()), MS_NOSUID | (step.read_only ? MS_RDONLY : 0), step.target);
       break;
     }
     case MountStep::Kind::Tmpfs:

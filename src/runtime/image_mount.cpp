@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -75,8 +76,14 @@ void mount_with_squashfuse(const SquashfsLocation& image, const std::string& tar
     }
     std::string offset = "offset=" + std::to_string(image.offset);
     std::string mountpoint = "/dev/fd/" + std::to_string(fuse.get());
-    ::execlp("squashfuse_ll", "squashfuse_ll", "-f", "-o", offset.c_str(), image.file.c_str(), mountpoint.c_str(),
-             static_cast<char*>(nullptr));
+    // A clean environment: the server needs nothing from the caller's, which may hold
+    // registry passwords (APPTAINER_DOCKER_PASSWORD) that no helper process should carry.
+    const char* path = std::getenv("PATH");
+    std::string path_entry = std::string("PATH=") + (path && *path ? path : "/usr/local/bin:/usr/bin:/bin");
+    char* clean_environment[] = {path_entry.data(), nullptr};
+    std::array<const char*, 7> argv = {"squashfuse_ll", "-f", "-o", offset.c_str(), image.file.c_str(),
+                                       mountpoint.c_str(), nullptr};
+    ::execvpe(argv[0], const_cast<char* const*>(argv.data()), clean_environment);
     std::fprintf(stderr, "capsa: cannot run squashfuse_ll: %s (install the squashfuse package)\n", std::strerror(errno));
     ::_exit(127);
   }

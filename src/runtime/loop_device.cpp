@@ -17,7 +17,9 @@ namespace {
 
 constexpr const char* kLockDir = "/run/capsa";
 constexpr const char* kLockFile = "/run/capsa/loop.lock";
-constexpr int kAttachAttempts = 16;
+// Generous: a job's ranks starting together contend only through the lock, but other
+// tools (losetup, mount -o loop) may take a device between GET_FREE and CONFIGURE.
+constexpr int kAttachAttempts = 64;
 
 // Held while scanning and attaching. Without /run (a minimal chroot) there is no lock:
 // concurrent starts may then attach a device each, which is wasteful but correct.
@@ -88,6 +90,7 @@ LoopDevice attach_new(int backing_fd, const std::string& file, std::uint64_t off
     config.info.lo_flags = LO_FLAGS_READ_ONLY | LO_FLAGS_AUTOCLEAR;
     if (::ioctl(device.fd.get(), LOOP_CONFIGURE, &config) == 0) return device;
     if (errno != EBUSY) throw_errno("configuring " + device.path + " for " + file);
+    ::usleep(static_cast<useconds_t>(1000 * (1 + attempt % 8)));  // someone else's: let them finish
   }
   throw Error("no free loop device for " + file + " after " + std::to_string(kAttachAttempts) + " attempts");
 }

@@ -5,6 +5,7 @@
 // completes, downloading only what is missing.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,10 +14,15 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <set>
 #include <thread>
 
 #include "registry_client/testbed.hpp"
 #include "sif/image.hpp"
+#include "support/background.hpp"
+#include "support/cache_check.hpp"
+#include "support/leaks.hpp"
+#include "support/namespace.hpp"
 #include "support/process.hpp"
 #include "support/temp_dir.hpp"
 #include "support/test_env.hpp"
@@ -30,58 +36,8 @@ using test::ProcessResult;
 using test::run_process;
 using test::TempDir;
 
-// capsa started in the background (to be killed), its stderr in a file.
-class Background {
- public:
-  Background(const std::vector<std::string>& argv, const std::string& err_file) : err_file_(err_file) {
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      FILE* err = std::fopen(err_file.c_str(), "w");
-      if (err != nullptr) ::dup2(::fileno(err), 2);
-      std::vector<char*> args;
-      for (const auto& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
-      args.push_back(nullptr);
-      ::execvp(args[0], args.data());
-      ::_exit(127);
-    }
-  }
-  ~Background() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      wait();
-    }
-  }
-  Background(const Background&) = delete;
-  Background& operator=(const Background&) = delete;
-
-  void signal(int signal_number) { ::kill(pid_, signal_number); }
-  // Exit code and signal as run_process reports them; stderr in `err`.
-  ProcessResult wait() {
-    int status = 0;
-    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-    }
-    pid_ = -1;
-    ProcessResult result;
-    if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
-    if (WIFSIGNALED(status)) result.signal = WTERMSIG(status);
-    result.err = test::read_file(err_file_);
-    return result;
-  }
-
- private:
-  pid_t pid_ = -1;
-  std::string err_file_;
-};
-
-// Polls `condition` for at most `seconds`; the bound keeps a broken capsa from hanging the suite.
-bool eventually(const std::function<bool()>& condition, int seconds = 60) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return false;
-}
+using test::Background;
+using test::eventually;
 
 // name -> size of the files in `dir` (not recursive); empty when it does not exist.
 std::map<std::string, std::uintmax_t> files_in(const std::string& dir) {
@@ -110,20 +66,6 @@ int count_lines_with(const std::string& text, const std::string& needle) {
     line_start = end + 1;
   }
   return count;
-}
-
-// Processes (other than this one) whose environment names `needle` (readable for one's own processes).
-int processes_with_environment(const std::string& needle) {
-  int found = 0;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator("/proc", ec)) {
-    const std::string pid = entry.path().filename().string();
-    if (pid.find_first_not_of("0123456789") != std::string::npos || pid == std::to_string(::getpid())) continue;
-    std::ifstream environ(entry.path() / "environ", std::ios::binary);
-    std::string content((std::istreambuf_iterator<char>(environ)), std::istreambuf_iterator<char>());
-    if (content.find(needle) != std::string::npos) ++found;
-  }
-  return found;
 }
 
 constexpr const char* kDebian = "public/debian:bookworm";
@@ -211,6 +153,29 @@ class PullFaults : public ::testing::Test {
     ASSERT_TRUE(fs::exists(out));
     EXPECT_NO_THROW(sif::Image::open(out));
   }
+  // The cache after a fault (tests/support/cache_check.hpp): every entry whole and
+  // verified, nothing but partials and locks beside them, no lock held.
+  void expect_consistent_cache() const {
+    test::CacheCheck check = test::check_cache(cache);
+    EXPECT_EQ(test::joined(check.problems), "") << "the cache is consistent";
+  }
+  // Blobs complete in the cache (the names of the files that are neither partial nor lock).
+  std::set<std::string> complete_blobs() const {
+    std::set<std::string> complete;
+    for (const auto& [name, size] : files_in(blobs()))
+      if (!name.ends_with(".partial") && !name.ends_with(".lock")) complete.insert(name);
+    return complete;
+  }
+  // Descriptors `pid` holds open on files beside the output: the output's temporary
+  // (named, or an O_TMPFILE shown as "DIR/#INODE (deleted)").
+  bool writing_beside_output(pid_t pid) const {
+    for (const auto& fd : test::open_descriptors(pid)) {
+      std::string target = fd.substr(fd.find(" -> ") + 4);
+      if (target.starts_with(work.path() + "/") && !target.starts_with(cache + "/") && !target.ends_with(".err"))
+        return true;
+    }
+    return false;
+  }
 };
 
 constexpr const char* kBusybox = "public/busybox:1.0";
@@ -222,6 +187,7 @@ TEST_F(PullFaults, KillNineMidBlobLeavesNoOutputAndTheRerunFetchesOnlyTheRest) {
   first.signal(SIGKILL);
   EXPECT_EQ(first.wait().signal, SIGKILL);
   expect_no_output();
+  expect_consistent_cache();
 
   const auto after_kill = files_in(blobs());
   const auto partials = with_suffix(after_kill, ".partial");
@@ -242,6 +208,7 @@ TEST_F(PullFaults, KillNineMidBlobLeavesNoOutputAndTheRerunFetchesOnlyTheRest) {
     ++resumed;
   }
   EXPECT_GE(resumed, 1) << "the blob being downloaded at the kill is resumed";
+  expect_consistent_cache();
   for (const auto& [name, size] : after_kill) {
     if (!name.ends_with(".partial") && !name.ends_with(".lock")) {
       EXPECT_EQ(gets.count(name), 0u) << name << " was complete and is not downloaded again";
@@ -261,6 +228,7 @@ TEST_F(PullFaults, SigintMidBlobExits130AndLeavesNothingButResumableBlobs) {
   EXPECT_EQ(scratch_files(), (std::map<std::string, std::uintmax_t>{})) << "the cache's scratch files were removed";
   EXPECT_EQ(with_suffix(files_in(cache + "/sif"), ".partial"), (std::map<std::string, std::uintmax_t>{}));
   EXPECT_FALSE(with_suffix(files_in(blobs()), ".partial").empty()) << "partial blobs are kept for a resume";
+  expect_consistent_cache();
 
   proxy.configure({});
   auto second = pull(kDebian);
@@ -297,10 +265,11 @@ TEST_F(PullFaults, ExecDockerKilledMidPullLeavesNoProcessAndNoScratch) {
   ASSERT_TRUE(eventually([&] { return largest_partial_blob() > (256u << 10); })) << "no blob download started";
   exec.signal(SIGTERM);
   EXPECT_EQ(exec.wait().signal, SIGTERM);
-  EXPECT_TRUE(eventually([&] { return processes_with_environment("CAPSA_CACHEDIR=" + cache) == 0; }, 5))
+  EXPECT_TRUE(eventually([&] { return test::processes_with_environment("CAPSA_CACHEDIR=" + cache).empty(); }, 5))
       << "the pulling child outlived its parent";
   EXPECT_EQ(scratch_files(), (std::map<std::string, std::uintmax_t>{}));
   EXPECT_FALSE(with_suffix(files_in(blobs()), ".partial").empty()) << "partial blobs are kept for a resume";
+  expect_consistent_cache();
 }
 
 TEST_F(PullFaults, SigtermDuringConversionRemovesTheTemporarySquashfs) {
@@ -311,6 +280,7 @@ TEST_F(PullFaults, SigtermDuringConversionRemovesTheTemporarySquashfs) {
   EXPECT_EQ(stopped.exit_code, 128 + SIGTERM) << stopped.err;
   expect_no_output();
   EXPECT_EQ(scratch_files(), (std::map<std::string, std::uintmax_t>{}));
+  expect_consistent_cache();
 }
 
 TEST_F(PullFaults, KillNineDuringConversionThenTheRerunConvertsWithoutDownloading) {
@@ -320,6 +290,7 @@ TEST_F(PullFaults, KillNineDuringConversionThenTheRerunConvertsWithoutDownloadin
   EXPECT_EQ(converting.wait().signal, SIGKILL);
   expect_no_output();
   EXPECT_TRUE(with_suffix(files_in(cache + "/sif"), ".sif").empty()) << "no SIF entry was published";
+  expect_consistent_cache();
 
   proxy.configure({});
   auto rerun = pull(kDebian);
@@ -329,6 +300,7 @@ TEST_F(PullFaults, KillNineDuringConversionThenTheRerunConvertsWithoutDownloadin
   EXPECT_EQ(with_suffix(files_in(cache + "/sif"), ".sif").size(), 1u);
   EXPECT_TRUE(with_suffix(files_in(cache + "/sif"), ".partial").empty());
   EXPECT_EQ(scratch_files(), (std::map<std::string, std::uintmax_t>{})) << "the killed run's squashfs was swept";
+  expect_consistent_cache();
 }
 
 TEST_F(PullFaults, AStalledRegistryIsAbandonedAndTheBlobResumed) {
@@ -395,6 +367,7 @@ TEST_F(PullFaults, ACorruptBlobIsRetriedOnceThenRefusedAndNotCached) {
   EXPECT_FALSE(fs::exists(blobs() + "/" + hex));
   EXPECT_FALSE(fs::exists(blobs() + "/" + hex + ".partial"));
   expect_no_output();
+  expect_consistent_cache();
 }
 
 // The cache on a tmpfs in a private mount namespace (unshare -rm also works unprivileged
@@ -425,6 +398,170 @@ TEST_F(PullFaults, AFullDiskGivesAClearErrorAndTheRerunWithSpaceSucceeds) {
   EXPECT_NE(result.out.find("entries:\nsecond="), std::string::npos) << "no SIF or squashfs left in the cache: " << result.out;
   EXPECT_NE(result.out.find("second=0"), std::string::npos) << result.out << result.err;
   expect_valid_output();
+}
+
+
+// The last step of a pull copies the cached SIF to the output. SIGKILL in the middle of
+// that copy must leave neither a partial SIF nor a temporary beside it: no later run
+// would know to remove one.
+TEST_F(PullFaults, KillNineWhileWritingTheOutputLeavesNoPartialSif) {
+  ASSERT_EQ(pull(kDebian).exit_code, 0);
+  const std::uintmax_t size = fs::file_size(out);
+  fs::remove(out);
+  bool caught = false;
+  for (int attempt = 0; attempt < 30 && !caught; ++attempt) {
+    Background publishing(capsa_argv({"pull", "-q", "--nohttps", out, image(kDebian)}), work / "publishing.err");
+    while (!publishing.finished()) {
+      if (!writing_beside_output(publishing.pid())) continue;  // busy: the copy lasts milliseconds
+      publishing.signal(SIGKILL);
+      break;
+    }
+    const bool killed = publishing.wait().signal == SIGKILL;
+    EXPECT_EQ(temporaries_beside_output(), std::vector<std::string>{}) << "attempt " << attempt;
+    if (fs::exists(out)) {
+      // The kill came after the rename: then the output is whole.
+      EXPECT_EQ(fs::file_size(out), size);
+      fs::remove(out);
+      continue;
+    }
+    caught = killed;
+  }
+  ASSERT_TRUE(caught) << "never caught the copy of " << size << " bytes in progress";
+  expect_no_output();
+  expect_consistent_cache();
+
+  proxy.configure({});
+  auto rerun = pull(kDebian);
+  ASSERT_EQ(rerun.exit_code, 0) << rerun.err;
+  expect_valid_output();
+  EXPECT_EQ(fs::file_size(out), size);
+  EXPECT_TRUE(blob_gets().empty()) << "the cached SIF is copied again, nothing downloaded";
+}
+
+// SIGKILL at a growing delay, run after run, until one run completes: the kills land
+// before the manifest, in the middle of the layer, while converting and while writing the
+// output. After every kill the cache is consistent and no output exists, and no run
+// downloads a blob that an earlier run completed.
+TEST_F(PullFaults, KillNineAtGrowingMomentsNeverBreaksTheCacheAndEachRunFetchesOnlyWhatIsMissing) {
+  int killed = 0;
+  bool completed = false;
+  double delay_ms = 50;
+  for (int run = 0; run < 30 && !completed; ++run, delay_ms *= 1.4) {
+    const std::set<std::string> complete_before = complete_blobs();
+    proxy.configure({{"throttle", {{"bytes_per_second", 384 << 10}}}});
+    Background puller(capsa_argv({"pull", "-q", "--nohttps", out, image(kBusybox)}), work / "run.err");
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(static_cast<long>(delay_ms * 1000));
+    while (std::chrono::steady_clock::now() < deadline && !puller.finished())
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    if (puller.finished()) {
+      ProcessResult result = puller.wait();
+      ASSERT_EQ(result.exit_code, 0) << result.err;
+      completed = true;
+      expect_valid_output();
+    } else {
+      puller.signal(SIGKILL);
+      EXPECT_EQ(puller.wait().signal, SIGKILL);
+      ++killed;
+      expect_no_output();
+    }
+    expect_consistent_cache();
+    for (const auto& [hex, range] : blob_gets())
+      EXPECT_EQ(complete_before.count(hex), 0u) << "run " << run << " downloaded the complete blob " << hex << " again";
+  }
+  EXPECT_TRUE(completed);
+  EXPECT_GE(killed, 4) << "the kills should spread over the stages of the pull";
+}
+
+// A check that runs in a forked child (in_private_mount_namespace): collects what failed.
+struct ChildChecks {
+  std::string failures;
+  void expect(bool ok, const std::string& what) {
+    if (!ok) failures += what + "\n";
+  }
+  bool report() const {
+    if (!failures.empty()) std::fprintf(stderr, "%s", failures.c_str());
+    return failures.empty();
+  }
+};
+
+// One small tmpfs holds the cache and the output directory and is full: one clear error,
+// no output, a consistent cache that `cache list` reads; after freeing space the same
+// command completes. (A private mount namespace; unprivileged, a user namespace.)
+TEST_F(PullFaults, AFullDiskHoldingCacheAndOutputLeavesAConsistentCacheAndTheRerunCompletes) {
+  const std::string small_fs = work / "small-fs";
+  fs::create_directories(small_fs);
+  const std::string fs_cache = small_fs + "/cache", fs_out = small_fs + "/out.sif";
+  auto capsa_on_small_fs = [&](std::vector<std::string> args) {
+    std::vector<std::string> argv = {"env", "CAPSA_CACHEDIR=" + fs_cache, test::capsa_binary()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return run_process(argv, "", 300);
+  };
+  int status = test::in_private_mount_namespace([&] {
+    if (::mount("tmpfs", small_fs.c_str(), "tmpfs", 0, "size=8m") != 0) return false;
+    {
+      std::ofstream filler(small_fs + "/filler", std::ios::binary);
+      std::string chunk(64 << 10, '\0');
+      for (int i = 0; i < (8 << 20) / (64 << 10) - 1; ++i) filler << chunk;
+    }
+    ChildChecks check;
+    auto first = capsa_on_small_fs({"pull", "-q", "--nohttps", fs_out, image(kBusybox)});
+    check.expect(first.exit_code == 1, "the first pull fails: " + first.err);
+    check.expect(count_lines_with(first.err, "capsa: error") == 1, "one error line: " + first.err);
+    check.expect(first.err.find("No space left on device") != std::string::npos, "says why: " + first.err);
+    check.expect(!fs::exists(fs_out), "no output");
+    for (const auto& [name, size] : files_in(small_fs))
+      check.expect(name == "filler", "nothing beside the output: " + name);
+    test::CacheCheck after_failure = test::check_cache(fs_cache);
+    check.expect(after_failure.problems.empty(), "consistent cache: " + test::joined(after_failure.problems));
+    auto list = capsa_on_small_fs({"cache", "list"});
+    check.expect(list.exit_code == 0, "cache list reads it: " + list.err);
+
+    fs::remove(small_fs + "/filler");
+    auto second = capsa_on_small_fs({"pull", "-q", "--nohttps", fs_out, image(kBusybox)});
+    check.expect(second.exit_code == 0, "the re-run completes: " + second.err);
+    try {
+      sif::Image::open(fs_out);
+    } catch (const std::exception& e) {
+      check.expect(false, std::string("the output is a SIF: ") + e.what());
+    }
+    test::CacheCheck after_rerun = test::check_cache(fs_cache);
+    check.expect(after_rerun.problems.empty() && after_rerun.sifs == 1 && after_rerun.stale_temporaries.empty(),
+                 "one SIF, nothing stale: " + test::joined(after_rerun.problems) +
+                     test::joined(after_rerun.stale_temporaries));
+    return check.report();
+  });
+  if (status == 77) GTEST_SKIP() << "cannot make a private mount namespace here";
+  EXPECT_EQ(status, 0) << "see the lines above";
+}
+
+// Only the output's file system is full: the SIF is complete in the cache, the output
+// is not written at all, and a pull to another directory copies the cached SIF without
+// downloading anything.
+TEST_F(PullFaults, AFullOutputDirectoryWritesNoPartialSifAndKeepsTheCachedImage) {
+  const std::string small_fs = work / "small-out";
+  fs::create_directories(small_fs);
+  const std::string fs_out = small_fs + "/out.sif";
+  int status = test::in_private_mount_namespace([&] {
+    if (::mount("tmpfs", small_fs.c_str(), "tmpfs", 0, "size=256k") != 0) return false;
+    ChildChecks check;
+    auto first = run_process(capsa_argv({"pull", "-q", "--nohttps", fs_out, image(kBusybox)}), "", 300);
+    check.expect(first.exit_code == 1, "the pull fails: " + first.err);
+    check.expect(count_lines_with(first.err, "capsa: error") == 1, "one error line: " + first.err);
+    check.expect(first.err.find("No space left on device") != std::string::npos, "says why: " + first.err);
+    check.expect(first.err.find(small_fs) != std::string::npos, "names the output: " + first.err);
+    check.expect(files_in(small_fs).empty(), "nothing in the output directory");
+    test::CacheCheck cached = test::check_cache(cache);
+    check.expect(cached.problems.empty() && cached.sifs == 1,
+                 "the converted SIF is in the cache: " + test::joined(cached.problems));
+    return check.report();
+  });
+  if (status == 77) GTEST_SKIP() << "cannot make a private mount namespace here";
+  ASSERT_EQ(status, 0) << "see the lines above";
+  proxy.configure({});
+  auto elsewhere = pull(kBusybox);
+  ASSERT_EQ(elsewhere.exit_code, 0) << elsewhere.err;
+  expect_valid_output();
+  EXPECT_TRUE(blob_gets().empty()) << "nothing downloaded again";
 }
 
 }  // namespace

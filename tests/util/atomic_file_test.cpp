@@ -100,5 +100,34 @@ TEST(AtomicFile, HonoursTheRequestedModeMinusUmask) {
   EXPECT_EQ(st.st_mode & 0777, 0755u);
 }
 
+// The unnamed kind has no name at all until commit (so a SIGKILL cannot leave one), and
+// otherwise behaves as the named kind: replace or refuse, mode minus umask.
+TEST(AtomicFile, UnnamedTemporaryHasNoNameUntilCommit) {
+  TempDir dir;
+  std::string target = dir / "out.sif";
+  mode_t old_mask = ::umask(022);
+  {
+    AtomicFile file(target, 0755);
+    ASSERT_EQ(::write(file.fd(), "data", 4), 4);
+    EXPECT_EQ(entries_in(dir.path()), 0u) << "no name in the directory while it is written";
+    EXPECT_EQ(file.temp_path().rfind("/proc/self/fd/", 0), 0u) << "reopened through its descriptor";
+    file.commit(/*replace=*/false);
+  }
+  ::umask(old_mask);
+  EXPECT_EQ(test::read_file(target), "data");
+  EXPECT_EQ(entries_in(dir.path()), 1u);
+  struct stat st {};
+  ASSERT_EQ(::stat(target.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0755u);
+
+  AtomicFile refused(target, 0644);
+  EXPECT_THROW(refused.commit(false), SystemError);
+  AtomicFile replacing(target, 0644);
+  ASSERT_EQ(::write(replacing.fd(), "new", 3), 3);
+  replacing.commit(/*replace=*/true);
+  EXPECT_EQ(test::read_file(target), "new");
+  EXPECT_EQ(entries_in(dir.path()), 1u) << "no temporary name left";
+}
+
 }  // namespace
 }  // namespace capsa

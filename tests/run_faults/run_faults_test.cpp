@@ -1,0 +1,117 @@
+// `capsa exec` killed with SIGKILL, which no handler sees, while it sets up a container
+// and while the container runs: root's containers hold a loop device and kernel mounts,
+// everyone else's a FUSE server and a user namespace. Afterwards nothing may be left:
+// no mount in any namespace, no loop device on the image, no FUSE server, no process.
+// Each container gets a private session directory (CAPSA_SESSION_DIR) and a private copy
+// of the image, so that what other suites run at the same time is never counted.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "support/background.hpp"
+#include "support/leaks.hpp"
+#include "support/process.hpp"
+#include "support/temp_dir.hpp"
+#include "support/test_env.hpp"
+
+namespace capsa::runtime {
+namespace {
+
+namespace fs = std::filesystem;
+using test::Background;
+using test::eventually;
+using test::joined;
+
+class RunFaults : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    fs::create_directories(session);
+    fs::create_directories(shared);
+    ASSERT_EQ(test::run_process({"cp", test::sif_fixture("real/busybox_amd64.sif"), image}).exit_code, 0);
+  }
+
+  test::TempDir work;
+  const std::string image = work / "run-faults.sif";
+  const std::string session = work / "session";
+  const std::string shared = work / "shared";  // bound at /w: the container says it is ready there
+  const std::string marker = "CAPSA_RUN_FAULTS_MARK=" + work.path();
+
+  std::vector<std::string> exec_argv(const std::string& script) const {
+    return {"env", "CAPSA_SESSION_DIR=" + session, marker, test::capsa_binary(), "exec", "-B", shared + ":/w",
+            image, "sh", "-c", script};
+  }
+  // What a live container holds: mounts under its session directory, and a loop device
+  // (root) or a FUSE server (anyone else) on the image.
+  std::vector<std::string> leftovers() const {
+    std::vector<std::string> found = test::mounts_naming(session);
+    for (const auto& mount : test::mounts_naming(image)) found.push_back(mount);
+    for (const auto& loop : test::loop_devices_backed_by(image)) found.push_back("loop device " + loop);
+    for (const auto& server : test::processes_with_argument(image)) found.push_back("process " + server);
+    for (const auto& process : test::processes_with_environment(marker)) found.push_back("process " + process);
+    return found;
+  }
+  bool image_is_mounted() const {
+    if (::geteuid() == 0) return !test::loop_devices_backed_by(image).empty();
+    return !test::processes_with_argument(image).empty();
+  }
+  void expect_nothing_left() const {
+    // The kernel tears a dead namespace down asynchronously: allow it a moment.
+    EXPECT_TRUE(eventually([&] { return leftovers().empty(); }, 20)) << joined(leftovers());
+  }
+};
+
+TEST_F(RunFaults, KillNineOfARunningContainerLeavesNothing) {
+  Background container(exec_argv("touch /w/ready; exec sleep 300"), work / "container.err");
+  ASSERT_TRUE(eventually([&] { return fs::exists(shared + "/ready") || container.finished(); }, 60) &&
+              fs::exists(shared + "/ready"))
+      << "the container ended early: " << test::read_file(work / "container.err");
+  // The checks can see a live container: its mounts, and its loop device or FUSE server.
+  EXPECT_FALSE(test::mounts_naming(session).empty());
+  EXPECT_TRUE(image_is_mounted());
+  container.signal(SIGKILL);
+  EXPECT_EQ(container.wait().signal, SIGKILL);
+  expect_nothing_left();
+}
+
+// Slurm, a shell's job control or a timeout kill the whole process group: the container's
+// children go with it, and with the last of them the namespace and every mount.
+TEST_F(RunFaults, KillNineOfAContainersProcessGroupLeavesNothing) {
+  Background container(exec_argv("sleep 300 & sleep 300 & (sleep 300; true) & touch /w/ready; wait"),
+                       work / "container.err", /*own_group=*/true);
+  ASSERT_TRUE(eventually([&] { return fs::exists(shared + "/ready") || container.finished(); }, 60) &&
+              fs::exists(shared + "/ready"))
+      << "the container ended early: " << test::read_file(work / "container.err");
+  EXPECT_GE(test::processes_with_environment(marker).size(), 4u) << "the shell and its three children";
+  container.signal_group(SIGKILL);
+  EXPECT_EQ(container.wait().signal, SIGKILL);
+  expect_nothing_left();
+}
+
+// SIGKILL at every stage of the set-up: before the namespace exists, between the loop
+// device's configuration and its mount, while the FUSE server starts, during the mount
+// plan, after pivot_root. Whatever the moment, the kernel takes everything back.
+TEST_F(RunFaults, KillNineAtAnyMomentOfTheSetUpLeavesNothing) {
+  int killed = 0, completed = 0;
+  for (int delay_us = 0; delay_us <= 60000; delay_us += 2000) {
+    Background container(exec_argv("true"), work / "container.err");
+    ::usleep(static_cast<useconds_t>(delay_us));
+    if (container.finished()) {
+      ++completed;
+      continue;
+    }
+    container.signal(SIGKILL);
+    auto result = container.wait();
+    if (result.signal == SIGKILL) ++killed;
+  }
+  EXPECT_GT(killed, 0) << "no start was interrupted (" << completed << " completed first)";
+  expect_nothing_left();
+  // And the image still runs: no loop device or lock was left half-configured.
+  auto after = test::run_process(exec_argv("echo alive"), "", 60);
+  EXPECT_EQ(after.out, "alive\n") << after.err;
+  expect_nothing_left();
+}
+
+}  // namespace
+}  // namespace capsa::runtime

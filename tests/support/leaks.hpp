@@ -1,0 +1,44 @@
+#pragma once
+// What a container or a pull may leave behind on the host, read from /proc and /sys, for
+// the fault, load and privilege suites. Each returns what it found (empty: nothing), so
+// that a failing assertion shows the leftover itself.
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+namespace capsa::test {
+
+// "PID: mountinfo line" for every mount that names `dir` (its mount point, source or
+// options lie at or below it), in the mount namespace of any process this one may
+// inspect. capsa mounts a container's session tmpfs on $CAPSA_SESSION_DIR and builds the
+// container's overlay from directories in it (`lowerdir=SESSION/points:SESSION/image`),
+// in the container's own namespace: a test that gives each container a private session
+// directory sees here every container of its own that is still set up, whichever
+// namespace it is in, and after pivot_root too (when the session itself is out of the
+// container's sight, its overlay still names it).
+std::vector<std::string> mounts_naming(const std::string& dir);
+
+// /dev/loopN of every loop device whose backing file is `file` (the kernel's
+// /sys/block/loopN/loop/backing_file; what `losetup -j FILE` reports).
+std::vector<std::string> loop_devices_backed_by(const std::string& file);
+
+// "PID: command line" of every process (but this one) whose command line contains
+// `needle`: the FUSE server names the image it serves.
+std::vector<std::string> processes_with_argument(const std::string& needle);
+
+// "PID: command line" of every process (but this one) whose environment contains
+// `needle` (readable for one's own processes, or all of them as root): capsa and
+// everything it starts inherit a marker variable the test sets.
+std::vector<std::string> processes_with_environment(const std::string& needle);
+
+// The targets of the open descriptors of `pid` (readlink of /proc/PID/fd/N), "N -> TARGET".
+std::vector<std::string> open_descriptors(pid_t pid);
+
+// Peak resident set size (VmHWM) of `pid` in KiB, 0 when unreadable.
+long peak_rss_kib(pid_t pid);
+
+// Joins lines for an assertion message.
+std::string joined(const std::vector<std::string>& lines);
+
+}  // namespace capsa::test
