@@ -212,5 +212,40 @@ TEST_F(ConvertTest, ProgressCountsEveryBlobByte) {
   EXPECT_EQ(seen.back().input_bytes_total, total);
 }
 
+// Decompression bombs: the files' declared sizes, over all layers, hidden files included,
+// are checked against max_unpacked_bytes at each header, before the data is read.
+TEST_F(ConvertTest, UnpackedSizeLimitRefusesAtTheHeaderThatCrossesIt) {
+  auto lower = layer({{"a", "file", std::string(3140, 'a')}});
+  auto upper = layer({{"b", "file", std::string(3000, 'b')}, {"a", "file", std::string(10, 'x')}});
+  ConvertOptions options;
+  options.max_unpacked_bytes = 6144;  // 3010 bytes above, then the hidden 3140 below
+  expect_format_error([&] { convert({lower, upper}, {}, options); },
+                      {"layer 1/2", "a: the image's files add up to more than 6 KiB, the limit for an unpacked image",
+                       "CAPSA_MAX_UNPACKED_SIZE"});
+  EXPECT_FALSE(exists(output_));
+  options.max_unpacked_bytes = 6150;
+  EXPECT_NO_THROW(convert({lower, upper}, {}, options));
+  options.max_unpacked_bytes = std::nullopt;
+  EXPECT_NO_THROW(convert({lower, upper}, {}, options));
+}
+
+TEST(UnpackedSizeLimit, ReadFromTheEnvironment) {
+  auto with = [](const char* value) {
+    if (value) ::setenv("CAPSA_MAX_UNPACKED_SIZE", value, 1);
+    else ::unsetenv("CAPSA_MAX_UNPACKED_SIZE");
+    return max_unpacked_bytes_from_environment();
+  };
+  EXPECT_EQ(with(nullptr), kDefaultMaxUnpackedBytes);
+  EXPECT_EQ(with(""), kDefaultMaxUnpackedBytes);
+  EXPECT_EQ(with("4096"), 4096u);
+  EXPECT_EQ(with("2K"), 2048u);
+  EXPECT_EQ(with("3M"), 3u << 20);
+  EXPECT_EQ(with("1G"), 1u << 30);
+  EXPECT_EQ(with("2T"), 2ull << 40);
+  EXPECT_EQ(with("0"), std::nullopt);
+  for (const char* bad : {"x", "1X", "-1", "1.5G", "99999999999T"}) EXPECT_THROW(with(bad), Error) << bad;
+  ::unsetenv("CAPSA_MAX_UNPACKED_SIZE");
+}
+
 }  // namespace
 }  // namespace capsa::convert::test
