@@ -83,6 +83,7 @@ class Converter {
   void relink_hidden_targets(const LayerInput& input, int layer, const std::string& label);
   void report_progress(std::uint64_t done);
   void count_declared_size(archive_entry* entry, const std::string& context);
+  void charge_unpacked(std::uint64_t bytes, const std::string& context);
 
   SquashfsWriter& writer_;
   const ConvertOptions& options_;
@@ -103,15 +104,19 @@ void Converter::report_progress(std::uint64_t done) {
 }
 
 void Converter::count_declared_size(archive_entry* entry, const std::string& context) {
-  if (!options_.max_unpacked_bytes || archive_entry_sparse_count(entry) > 0 || !archive_entry_size_is_set(entry))
-    return;
-  const auto size = static_cast<std::uint64_t>(std::max<la_int64_t>(archive_entry_size(entry), 0));
+  // Sparse files are charged by the data they store, as stream_file reads it.
+  if (archive_entry_sparse_count(entry) > 0 || !archive_entry_size_is_set(entry)) return;
+  charge_unpacked(static_cast<std::uint64_t>(std::max<la_int64_t>(archive_entry_size(entry), 0)), context);
+}
+
+void Converter::charge_unpacked(std::uint64_t bytes, const std::string& context) {
+  if (!options_.max_unpacked_bytes) return;
   const std::uint64_t limit = *options_.max_unpacked_bytes;
-  if (size > limit || declared_bytes_ > limit - size)
+  if (bytes > limit || declared_bytes_ > limit - bytes)
     throw FormatError(context + ": the image's files add up to more than " + human_size(static_cast<std::int64_t>(limit)) +
                       ", the limit for an unpacked image (a decompression bomb?); set CAPSA_MAX_UNPACKED_SIZE "
                       "to allow more");
-  declared_bytes_ += size;
+  declared_bytes_ += bytes;
 }
 
 void Converter::add_extras(const std::vector<ExtraEntry>& extras, int layer) {
@@ -293,6 +298,7 @@ void Converter::stream_file(LayerReader& reader, archive_entry* entry, Node& nod
     if (offset < written || offset - written > kMaxSparseBytes)
       throw FormatError(context + ": corrupt sparse file map");
     if (offset > written) writer_.append_zeros(offset - written);
+    if (sparse) charge_unpacked(n, context);
     writer_.append(data, n);
     written = offset + n;
   });

@@ -229,6 +229,26 @@ TEST_F(ConvertTest, UnpackedSizeLimitRefusesAtTheHeaderThatCrossesIt) {
   EXPECT_NO_THROW(convert({lower, upper}, {}, options));
 }
 
+// A sparse file counts by the data it stores, not by its holes.
+TEST_F(ConvertTest, UnpackedSizeLimitChargesSparseFilesByTheirData) {
+  capsa::test::TempDir tree;
+  auto sparse_file = [&](const std::string& name, off_t size, std::size_t data_bytes) {
+    UniqueFd fd = open_file(tree / name, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ASSERT_EQ(::ftruncate(fd.get(), size), 0);
+    std::string data(data_bytes, 'd');
+    write_all_at(fd.get(), std::span(reinterpret_cast<const std::uint8_t*>(data.data()), data.size()), 0);
+  };
+  sparse_file("holes", 8 << 20, 4096);
+  sparse_file("data", 8 << 20, 64 << 10);
+  std::string holes = dir_ / "holes.tar", data = dir_ / "data.tar";
+  ASSERT_EQ(run_process({"tar", "--format=pax", "--sparse", "-C", tree.path(), "-cf", holes, "holes"}).exit_code, 0);
+  ASSERT_EQ(run_process({"tar", "--format=pax", "--sparse", "-C", tree.path(), "-cf", data, "data"}).exit_code, 0);
+  ConvertOptions options;
+  options.max_unpacked_bytes = 32 << 10;
+  EXPECT_NO_THROW(convert({holes}, {}, options)) << "8 MiB of holes, 4 KiB of data";
+  expect_format_error([&] { convert({data}, {}, options); }, {"data: the image's files add up to more than 32 KiB"});
+}
+
 TEST(UnpackedSizeLimit, ReadFromTheEnvironment) {
   auto with = [](const char* value) {
     if (value) ::setenv("CAPSA_MAX_UNPACKED_SIZE", value, 1);
