@@ -2,7 +2,9 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <charconv>
 #include <cstdlib>
 #include <ctime>
@@ -16,6 +18,7 @@
 #include "convert/warnings.hpp"
 #include "util/atomic_file.hpp"
 #include "util/error.hpp"
+#include "util/human_size.hpp"
 
 namespace capsa::convert {
 namespace {
@@ -79,6 +82,8 @@ class Converter {
   void stream_file(LayerReader& reader, archive_entry* entry, Node& node, const std::string& context);
   void relink_hidden_targets(const LayerInput& input, int layer, const std::string& label);
   void report_progress(std::uint64_t done);
+  void count_declared_size(archive_entry* entry, const std::string& context);
+  void charge_unpacked(std::uint64_t bytes, const std::string& context);
 
   SquashfsWriter& writer_;
   const ConvertOptions& options_;
@@ -86,6 +91,7 @@ class Converter {
   Warnings warnings_;
   std::uint64_t xattr_entries_ = 0;
   LayerLinks links_;  // of the layer being applied
+  std::uint64_t declared_bytes_ = 0;  // file sizes declared so far, for max_unpacked_bytes
   std::uint64_t total_input_;
   std::uint64_t input_done_ = 0;  // blobs finished so far
   std::uint64_t last_reported_ = 0;
@@ -95,6 +101,22 @@ void Converter::report_progress(std::uint64_t done) {
   if (!options_.progress || (done < last_reported_ + kProgressStep && done != total_input_)) return;
   last_reported_ = done;
   options_.progress(Progress{done, total_input_});
+}
+
+void Converter::count_declared_size(archive_entry* entry, const std::string& context) {
+  // Sparse files are charged by the data they store, as stream_file reads it.
+  if (archive_entry_sparse_count(entry) > 0 || !archive_entry_size_is_set(entry)) return;
+  charge_unpacked(static_cast<std::uint64_t>(std::max<la_int64_t>(archive_entry_size(entry), 0)), context);
+}
+
+void Converter::charge_unpacked(std::uint64_t bytes, const std::string& context) {
+  if (!options_.max_unpacked_bytes) return;
+  const std::uint64_t limit = *options_.max_unpacked_bytes;
+  if (bytes > limit || declared_bytes_ > limit - bytes)
+    throw FormatError(context + ": the image's files add up to more than " + human_size(static_cast<std::int64_t>(limit)) +
+                      ", the limit for an unpacked image (a decompression bomb?); set CAPSA_MAX_UNPACKED_SIZE "
+                      "to allow more");
+  declared_bytes_ += bytes;
 }
 
 void Converter::add_extras(const std::vector<ExtraEntry>& extras, int layer) {
@@ -203,6 +225,8 @@ void Converter::apply_entry(LayerReader& reader, archive_entry* entry, int layer
     return;
   }
   if (archive_entry_xattr_count(entry) > 0) ++xattr_entries_;
+  if (archive_entry_filetype(entry) == AE_IFREG && !archive_entry_hardlink(entry) && !archive_entry_hardlink_utf8(entry))
+    count_declared_size(entry, context);
 
   Attributes attrs{static_cast<std::uint32_t>(archive_entry_perm(entry) & 07777),
                    static_cast<std::uint32_t>(archive_entry_uid(entry)),
@@ -274,6 +298,7 @@ void Converter::stream_file(LayerReader& reader, archive_entry* entry, Node& nod
     if (offset < written || offset - written > kMaxSparseBytes)
       throw FormatError(context + ": corrupt sparse file map");
     if (offset > written) writer_.append_zeros(offset - written);
+    if (sparse) charge_unpacked(n, context);
     writer_.append(data, n);
     written = offset + n;
   });
@@ -296,6 +321,26 @@ std::optional<std::int64_t> source_date_epoch_from_environment() {
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), parsed);
   if (ec != std::errc() || end != text.data() + text.size() || parsed < 0) return std::nullopt;
   return parsed;
+}
+
+std::optional<std::uint64_t> max_unpacked_bytes_from_environment() {
+  const char* value = std::getenv("CAPSA_MAX_UNPACKED_SIZE");
+  if (!value || !*value) return kDefaultMaxUnpackedBytes;
+  std::string_view text(value);
+  std::uint64_t number = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), number);
+  std::string_view suffix(end, static_cast<std::size_t>(text.data() + text.size() - end));
+  int shift = -1;
+  if (suffix.empty()) shift = 0;
+  else if (suffix == "K" || suffix == "k") shift = 10;
+  else if (suffix == "M") shift = 20;
+  else if (suffix == "G") shift = 30;
+  else if (suffix == "T") shift = 40;
+  if (ec != std::errc() || shift < 0 || (shift > 0 && number > (UINT64_MAX >> shift)))
+    throw Error("CAPSA_MAX_UNPACKED_SIZE: \"" + std::string(text) +
+                "\" is not a size (bytes, or a number with a K, M, G or T suffix, e.g. 512G; 0 for no limit)");
+  if (number == 0) return std::nullopt;
+  return number << shift;
 }
 
 namespace {

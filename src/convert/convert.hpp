@@ -49,6 +49,12 @@ enum class Compressor { Zstd, Gzip, Xz };
 inline constexpr int kDefaultZstdLevel = 3;
 inline constexpr int kDefaultGzipLevel = 6;
 
+// Far above real images (the largest common ones unpack to tens of GiB), low enough that
+// a decompression bomb stops after minutes of CPU, not hours. Zero runs cost no disk
+// (libsquashfs stores all-zero blocks as sparse), so this bounds time, and the disk
+// that compressible non-zero data takes.
+inline constexpr std::uint64_t kDefaultMaxUnpackedBytes = 256ull << 30;
+
 struct Progress {
   std::uint64_t input_bytes_done = 0;   // bytes of layer blobs (as stored) consumed so far
   std::uint64_t input_bytes_total = 0;  // sum of the blob sizes
@@ -67,6 +73,11 @@ struct ConvertOptions {
   // Every mtime later than this is clamped to it, and it becomes the image's own
   // time (reproducible builds). Unset: see source_date_epoch_from_environment().
   std::optional<std::int64_t> source_date_epoch;
+  // Decompression bombs: the regular files of all layers, by the sizes their tar headers
+  // declare (hidden ones too, since skipping their data still decompresses it; sparse
+  // files by the data they store), may add up to at most this many bytes. Checked at
+  // each header, before the file's data is decompressed. nullopt: no limit.
+  std::optional<std::uint64_t> max_unpacked_bytes = kDefaultMaxUnpackedBytes;
   // Called from the converting thread about every MiB of input. It may throw to cancel
   // (Ctrl-C): the exception propagates and nothing is left at the output path.
   std::function<void(const Progress&)> progress;
@@ -83,6 +94,11 @@ struct ConversionResult {
 
 // SOURCE_DATE_EPOCH from the environment when it is a valid integer, else nullopt.
 std::optional<std::int64_t> source_date_epoch_from_environment();
+
+// CAPSA_MAX_UNPACKED_SIZE: a size in bytes with an optional K, M, G or T suffix (powers
+// of 1024), or 0 for no limit. Unset or empty: kDefaultMaxUnpackedBytes. Throws Error
+// when it is set to anything else.
+std::optional<std::uint64_t> max_unpacked_bytes_from_environment();
 
 // Writes the squashfs image of `layers` (base first, as in a manifest) with `extras`
 // on top to `output_path`, through a temporary file renamed into place: on any

@@ -180,7 +180,7 @@ void produce_sif(Session& s, const std::string& top_digest, const std::string& s
   for (std::size_t i = 0; i < manifest.layers.size(); ++i) {
     const auto& layer = manifest.layers[i];
     layers.push_back({blobs.at(layer.digest.to_string()), config.diff_ids[i].to_string(),
-                      "layer " + std::to_string(i + 1) + " (" + layer.digest.to_string() + ")"});
+                      layer.digest.to_string()});  // the converter adds "layer N/M (...)"
     total += static_cast<std::uint64_t>(layer.size);
   }
 
@@ -212,6 +212,7 @@ void produce_sif(Session& s, const std::string& top_digest, const std::string& s
   const std::string scratch_sif = scratch.path() + "/image.sif";
   convert::ConvertOptions convert_options;
   convert_options.compressor = options.compressor;
+  convert_options.max_unpacked_bytes = convert::max_unpacked_bytes_from_environment();
   const std::string task = "converting to squashfs";
   convert_options.progress = [&](const convert::Progress& p) {
     throw_if_interrupted();  // unwinding removes the unfinished SIF

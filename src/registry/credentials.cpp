@@ -84,31 +84,37 @@ std::string normalise_config_key(std::string_view key) {
   return host;
 }
 
-std::optional<Credentials> credentials_from_docker_config(const std::string& path, const std::string& registry) {
-  std::ifstream in(path);
-  if (!in) return std::nullopt;
-  std::stringstream text;
-  text << in.rdbuf();
-  const auto config = nlohmann::json::parse(text.str(), nullptr, false);
+DockerConfigEntry parse_docker_config(std::string_view text, const std::string& path, const std::string& registry) {
+  const auto config = nlohmann::json::parse(text, nullptr, false);
   if (config.is_discarded() || !config.is_object()) throw FormatError(path + " is not a valid JSON object");
   const std::string wanted = normalise_config_key(registry);
 
   if (auto helpers = config.find("credHelpers"); helpers != config.end() && helpers->is_object()) {
     for (const auto& [key, helper] : helpers->items()) {
       if (normalise_config_key(key) == wanted && helper.is_string())
-        return run_credential_helper(helper.get<std::string>(), helper_server_url(registry));
+        return DockerConfigEntry{std::nullopt, helper.get<std::string>()};
     }
   }
   if (auto auths = config.find("auths"); auths != config.end() && auths->is_object()) {
     for (const auto& [key, entry] : auths->items()) {
       if (normalise_config_key(key) != wanted) continue;
-      if (auto found = from_auth_entry(entry, path)) return found;
+      if (auto found = from_auth_entry(entry, path)) return DockerConfigEntry{std::move(found), std::nullopt};
     }
   }
   if (auto store = config.find("credsStore"); store != config.end() && store->is_string() &&
                                                !store->get<std::string>().empty())
-    return run_credential_helper(store->get<std::string>(), helper_server_url(registry));
-  return std::nullopt;
+    return DockerConfigEntry{std::nullopt, store->get<std::string>()};
+  return {};
+}
+
+std::optional<Credentials> credentials_from_docker_config(const std::string& path, const std::string& registry) {
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  std::stringstream text;
+  text << in.rdbuf();
+  DockerConfigEntry entry = parse_docker_config(text.str(), path, registry);
+  if (entry.helper) return run_credential_helper(*entry.helper, helper_server_url(registry));
+  return entry.credentials;
 }
 
 std::vector<std::string> docker_config_paths(const EnvLookup& env) {

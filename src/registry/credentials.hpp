@@ -11,6 +11,8 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "registry/options.hpp"
 
@@ -31,6 +33,18 @@ std::optional<Credentials> credentials_from_environment(const EnvLookup& env = p
 // Registry host as config.json keys it: Docker Hub aliases become index.docker.io;
 // "https://" and any path are dropped.
 std::string normalise_config_key(std::string_view key);
+
+// What one config.json holds for a registry: credentials from "auths", or the name of
+// the credential helper to ask ("credHelpers" for it, else "credsStore"), or neither.
+struct DockerConfigEntry {
+  std::optional<Credentials> credentials;
+  std::optional<std::string> helper;
+};
+
+// Parses the text of a config.json (read from `path`, which names it in errors) and looks
+// `registry` up in it; runs nothing. FormatError when it is not a JSON object or an
+// "auth" is not base64 of username:password.
+DockerConfigEntry parse_docker_config(std::string_view text, const std::string& path, const std::string& registry);
 
 // Looks `registry` (host[:port]) up in one config.json. nullopt when the file does not
 // exist or has nothing for the registry; FormatError when it is not valid JSON.

@@ -7,36 +7,33 @@
 namespace capsa::runtime {
 namespace {
 
-// Splits on `separator`, honouring backslash escapes of the separator characters
-// (Apptainer lets paths contain `\,` and `\:`).
-std::vector<std::string> split_escaped(std::string_view text, char separator) {
-  std::vector<std::string> parts(1);
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    if (c == '\\' && i + 1 < text.size() && (text[i + 1] == ',' || text[i + 1] == ':')) {
-      if (text[i + 1] == separator) {
-        parts.back() += text[i + 1];
-      } else {
-        parts.back() += c;  // keep the escape for the next level of splitting
-        parts.back() += text[i + 1];
-      }
+// One comma-separated piece of a -B list: its ':'-separated fields with the escapes
+// resolved. Lists are split in a single pass so that an escape is read exactly once
+// (`\,` `\:` and `\\` stand for the character; a backslash before anything else is kept),
+// which lets format_bind_list write any path so that it parses back unchanged.
+struct Piece {
+  std::string text;                  // as written, for error messages
+  std::vector<std::string> fields = std::vector<std::string>(1);
+};
+
+std::vector<Piece> split_list(std::string_view list) {
+  std::vector<Piece> pieces(1);
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const char c = list[i];
+    Piece& piece = pieces.back();
+    if (c == '\\' && i + 1 < list.size() && (list[i + 1] == ',' || list[i + 1] == ':' || list[i + 1] == '\\')) {
+      piece.fields.back() += list[i + 1];
+      piece.text += list.substr(i, 2);
       ++i;
-    } else if (c == separator) {
-      parts.emplace_back();
+    } else if (c == ',') {
+      pieces.emplace_back();
     } else {
-      parts.back() += c;
+      if (c == ':') piece.fields.emplace_back();
+      else piece.fields.back() += c;
+      piece.text += c;
     }
   }
-  return parts;
-}
-
-std::string unescape(std::string_view text) {
-  std::string out;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '\\' && i + 1 < text.size() && (text[i + 1] == ',' || text[i + 1] == ':')) ++i;
-    out += text[i];
-  }
-  return out;
+  return pieces;
 }
 
 [[noreturn]] void bad(std::string_view spec, const std::string& why) {
@@ -63,22 +60,20 @@ void apply_option(std::string_view spec, BindSpec& bind, std::string_view option
   else bad(spec, "unknown option \"" + std::string(option) + "\" (valid: ro, rw, image-src=PATH, id=N)");
 }
 
-BindSpec parse_one(std::string_view spec) {
-  std::vector<std::string> fields = split_escaped(spec, ':');
+BindSpec parse_one(const Piece& piece) {
+  const std::string_view spec = piece.text;
+  const std::vector<std::string>& fields = piece.fields;
   if (fields.size() > 3) bad(spec, "too many ':' (expected SRC[:DEST[:OPTIONS]])");
   BindSpec bind;
-  bind.source = unescape(fields[0]);
+  bind.source = fields[0];
   if (bind.source.empty()) bad(spec, "the source path is empty");
-  bind.destination = fields.size() > 1 && !fields[1].empty() ? unescape(fields[1]) : bind.source;
+  bind.destination = fields.size() > 1 && !fields[1].empty() ? fields[1] : bind.source;
   // `-B /data:ro` is not a destination named "ro": Apptainer reads a lone option so.
   if (fields.size() == 2 && (fields[1] == "ro" || fields[1] == "rw")) {
     bind.destination = bind.source;
     apply_option(spec, bind, fields[1]);
   }
-  if (fields.size() == 3) {
-    for (const std::string& option : split_escaped(fields[2], ','))
-      if (!option.empty()) apply_option(spec, bind, option);
-  }
+  if (fields.size() == 3 && !fields[2].empty()) apply_option(spec, bind, fields[2]);
   check_destination(spec, bind.destination);
   return bind;
 }
@@ -114,13 +109,15 @@ std::vector<std::string> split_csv(std::string_view spec) {
 
 std::vector<BindSpec> parse_bind_list(std::string_view text) {
   std::vector<BindSpec> binds;
-  // The list separator is a comma, but a comma also separates options inside the third
-  // field (`/a:/b:ro,image-src=/x`): a piece that is only options belongs to the bind before.
-  for (const std::string& piece : split_escaped(text, ',')) {
-    if (piece.empty()) continue;
-    bool option_only = piece == "ro" || piece == "rw" || piece.starts_with("image-src=") || piece.starts_with("id=");
+  // The list separator is a comma, but a comma also separates options of the bind before
+  // (`/a:/b:ro,image-src=/x`): a piece that is one option and nothing else belongs to it.
+  for (const Piece& piece : split_list(text)) {
+    if (piece.text.empty()) continue;
+    const std::string& only = piece.fields[0];
+    bool option_only = piece.fields.size() == 1 &&
+                       (only == "ro" || only == "rw" || only.starts_with("image-src=") || only.starts_with("id="));
     if (option_only && !binds.empty()) {
-      apply_option(text, binds.back(), piece);
+      apply_option(text, binds.back(), only);
       continue;
     }
     binds.push_back(parse_one(piece));
@@ -185,7 +182,7 @@ std::string format_bind_list(const std::vector<BindSpec>& binds) {
   auto escape = [](const std::string& path) {
     std::string out;
     for (char c : path) {
-      if (c == ',' || c == ':') out += '\\';
+      if (c == ',' || c == ':' || c == '\\') out += '\\';
       out += c;
     }
     return out;

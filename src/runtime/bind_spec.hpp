@@ -1,6 +1,6 @@
 #pragma once
 // Bind specifications as Singularity/Apptainer users write them:
-//   -B/--bind SRC[:DEST[:OPTS]][,SRC2...]   (OPTS: ro, rw, image-src=PATH, id=N; `\,` and `\:` escape)
+//   -B/--bind SRC[:DEST[:OPTS]][,SRC2...]   (OPTS: ro, rw, image-src=PATH, id=N; `\,` `\:` `\\` escape)
 //   --mount type=bind,src=...,dst=...[,ro][,image-src=...][,id=N]   (CSV, quotes allowed)
 //   SINGULARITY_BIND / APPTAINER_BIND / *_BINDPATH   (same syntax as -B)
 // Reference: shared/reference/apptainer-and-sif.md §1.2 and §5.2.

@@ -1,5 +1,6 @@
 #include "runtime/environment.hpp"
 
+#include <cctype>
 #include <sstream>
 
 #include "util/error.hpp"
@@ -95,6 +96,22 @@ std::string unquote(std::string value) {
 
 }  // namespace
 
+std::vector<std::pair<std::string, std::string>> parse_env_file(std::string_view text, const std::string& from) {
+  std::vector<std::pair<std::string, std::string>> assignments;
+  std::istringstream in{std::string(text)};
+  for (std::string line; std::getline(in, line);) {
+    line.erase(0, line.find_first_not_of(" \t"));
+    if (line.empty() || line[0] == '#') continue;
+    if (starts_with(line, "export ")) line = line.substr(7);
+    auto eq = line.find('=');
+    if (eq == std::string::npos) throw Error(from + ": \"" + line + "\" is not NAME=VALUE");
+    std::string name = line.substr(0, eq);
+    if (!valid_name(name)) throw Error(from + ": \"" + name + "\" is not a valid variable name");
+    assignments.emplace_back(std::move(name), unquote(line.substr(eq + 1)));
+  }
+  return assignments;
+}
+
 ComposedEnvironment compose_environment(const EnvRequest& r) {
   ComposedEnvironment out;
   for (const auto& [name, value] : r.host) {
@@ -119,15 +136,8 @@ ComposedEnvironment compose_environment(const EnvRequest& r) {
       if (starts_with(var, prefix) && var.size() > std::string(prefix).size())
         inject(out, var.substr(std::string(prefix).size()), value, var);
   for (const std::string& file : r.env_files) {
-    std::istringstream in(read_whole_file(file));
-    for (std::string line; std::getline(in, line);) {
-      line.erase(0, line.find_first_not_of(" \t"));
-      if (line.empty() || line[0] == '#') continue;
-      if (starts_with(line, "export ")) line = line.substr(7);
-      auto eq = line.find('=');
-      if (eq == std::string::npos) throw Error("--env-file " + file + ": \"" + line + "\" is not NAME=VALUE");
-      inject(out, line.substr(0, eq), unquote(line.substr(eq + 1)), "--env-file " + file);
-    }
+    const std::string from = "--env-file " + file;
+    for (const auto& [var, value] : parse_env_file(read_whole_file(file), from)) inject(out, var, value, from);
   }
   for (const std::string& arg : r.env_args)
     for (const std::string& assignment : split_env_flag(arg)) inject_assignment(out, assignment, "--env");

@@ -7,6 +7,8 @@
 // environment scripts so that they win.
 #include <map>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 namespace capsa::runtime {
@@ -32,6 +34,12 @@ struct ComposedEnvironment {
 };
 
 ComposedEnvironment compose_environment(const EnvRequest& request);
+
+// The NAME=VALUE assignments of an --env-file's text, in order: blank lines and `#`
+// comments skipped, an `export ` prefix and one pair of matching quotes around the value
+// removed, nothing evaluated. Throws Error naming `from` for a line that is not
+// NAME=VALUE or whose NAME is not a valid variable name.
+std::vector<std::pair<std::string, std::string>> parse_env_file(std::string_view text, const std::string& from);
 
 // `export K="V"` lines for the injected variables: evaluated once inside the container,
 // as Apptainer does without --no-eval; LD_LIBRARY_PATH gets /.singularity.d/libs appended.

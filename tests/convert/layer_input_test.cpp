@@ -212,5 +212,60 @@ TEST_F(ConvertTest, ProgressCountsEveryBlobByte) {
   EXPECT_EQ(seen.back().input_bytes_total, total);
 }
 
+// Decompression bombs: the files' declared sizes, over all layers, hidden files included,
+// are checked against max_unpacked_bytes at each header, before the data is read.
+TEST_F(ConvertTest, UnpackedSizeLimitRefusesAtTheHeaderThatCrossesIt) {
+  auto lower = layer({{"a", "file", std::string(3140, 'a')}});
+  auto upper = layer({{"b", "file", std::string(3000, 'b')}, {"a", "file", std::string(10, 'x')}});
+  ConvertOptions options;
+  options.max_unpacked_bytes = 6144;  // 3010 bytes above, then the hidden 3140 below
+  expect_format_error([&] { convert({lower, upper}, {}, options); },
+                      {"layer 1/2", "a: the image's files add up to more than 6 KiB, the limit for an unpacked image",
+                       "CAPSA_MAX_UNPACKED_SIZE"});
+  EXPECT_FALSE(exists(output_));
+  options.max_unpacked_bytes = 6150;
+  EXPECT_NO_THROW(convert({lower, upper}, {}, options));
+  options.max_unpacked_bytes = std::nullopt;
+  EXPECT_NO_THROW(convert({lower, upper}, {}, options));
+}
+
+// A sparse file counts by the data it stores, not by its holes.
+TEST_F(ConvertTest, UnpackedSizeLimitChargesSparseFilesByTheirData) {
+  capsa::test::TempDir tree;
+  auto sparse_file = [&](const std::string& name, off_t size, std::size_t data_bytes) {
+    UniqueFd fd = open_file(tree / name, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ASSERT_EQ(::ftruncate(fd.get(), size), 0);
+    std::string data(data_bytes, 'd');
+    write_all_at(fd.get(), std::span(reinterpret_cast<const std::uint8_t*>(data.data()), data.size()), 0);
+  };
+  sparse_file("holes", 8 << 20, 4096);
+  sparse_file("data", 8 << 20, 64 << 10);
+  std::string holes = dir_ / "holes.tar", data = dir_ / "data.tar";
+  ASSERT_EQ(run_process({"tar", "--format=pax", "--sparse", "-C", tree.path(), "-cf", holes, "holes"}).exit_code, 0);
+  ASSERT_EQ(run_process({"tar", "--format=pax", "--sparse", "-C", tree.path(), "-cf", data, "data"}).exit_code, 0);
+  ConvertOptions options;
+  options.max_unpacked_bytes = 32 << 10;
+  EXPECT_NO_THROW(convert({holes}, {}, options)) << "8 MiB of holes, 4 KiB of data";
+  expect_format_error([&] { convert({data}, {}, options); }, {"data: the image's files add up to more than 32 KiB"});
+}
+
+TEST(UnpackedSizeLimit, ReadFromTheEnvironment) {
+  auto with = [](const char* value) {
+    if (value) ::setenv("CAPSA_MAX_UNPACKED_SIZE", value, 1);
+    else ::unsetenv("CAPSA_MAX_UNPACKED_SIZE");
+    return max_unpacked_bytes_from_environment();
+  };
+  EXPECT_EQ(with(nullptr), kDefaultMaxUnpackedBytes);
+  EXPECT_EQ(with(""), kDefaultMaxUnpackedBytes);
+  EXPECT_EQ(with("4096"), 4096u);
+  EXPECT_EQ(with("2K"), 2048u);
+  EXPECT_EQ(with("3M"), 3u << 20);
+  EXPECT_EQ(with("1G"), 1u << 30);
+  EXPECT_EQ(with("2T"), 2ull << 40);
+  EXPECT_EQ(with("0"), std::nullopt);
+  for (const char* bad : {"x", "1X", "-1", "1.5G", "99999999999T"}) EXPECT_THROW(with(bad), Error) << bad;
+  ::unsetenv("CAPSA_MAX_UNPACKED_SIZE");
+}
+
 }  // namespace
 }  // namespace capsa::convert::test

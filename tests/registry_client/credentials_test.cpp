@@ -64,6 +64,22 @@ TEST(Credentials, DockerConfigAuthsBase64UsernamePasswordAndHubAliases) {
   EXPECT_THROW(credentials_from_docker_config(dir.write("bad.json", "{nope"), "quay.io"), FormatError);
 }
 
+TEST(Credentials, ParsingAConfigNamesTheHelperWithoutRunningIt) {
+  const std::string text = R"({"credHelpers": {"nvcr.io": "ngc"}, "credsStore": "desktop",
+                               "auths": {"quay.io": {"auth": "dTpw"}, "bad.io": {"auth": "bm9jb2xvbg=="}}})";
+  auto ngc = parse_docker_config(text, "c.json", "nvcr.io");
+  EXPECT_EQ(ngc.helper, "ngc");
+  EXPECT_FALSE(ngc.credentials);
+  auto quay = parse_docker_config(text, "c.json", "quay.io");
+  EXPECT_FALSE(quay.helper);
+  ASSERT_TRUE(quay.credentials);
+  EXPECT_EQ(quay.credentials->username, "u");
+  EXPECT_EQ(quay.credentials->password, "p");
+  EXPECT_EQ(parse_docker_config(text, "c.json", "other.io").helper, "desktop");
+  EXPECT_THROW(parse_docker_config(text, "c.json", "bad.io"), FormatError);  // "nocolon"
+  EXPECT_THROW(parse_docker_config("[1]", "c.json", "quay.io"), FormatError);
+}
+
 TEST(Credentials, SearchOrderEnvironmentThenApptainerThenDockerConfig) {
   TempDir home;
   ASSERT_EQ(::mkdir((home / ".docker").c_str(), 0700), 0);

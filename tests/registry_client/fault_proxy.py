@@ -11,7 +11,8 @@ CONFIG_FILE (JSON, re-read on every request; counters restart when it changes):
   fail:          {"status": 429, "count": N, "retry_after": "1", "path": "/blobs/"}
   stall:         {"after_bytes": N, "count": N, "seconds": S}  blob body stops after N bytes
   truncate:      {"after_bytes": N, "count": N}  blob connection closed after N bytes
-  corrupt:       {"count": N}                    one byte of a blob body flipped
+  corrupt:       {"count": N, "path": "sha256:…"} one byte of a blob body flipped (only
+                                                 blobs whose path holds "path", if given)
   ignore_range:  true                            Range removed before forwarding
   bad_range:     {"count": N}                    206 with a Content-Range for another offset
   manifest_content_type: "T"                     manifests answered with this Content-Type
@@ -186,7 +187,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             bad = take("bad_range")
             if bad and status == 206:
                 headers["Content-Range"] = "bytes 1-%d/%d" % (len(body), len(body) + 1)
-            if take("corrupt") and body:
+            corrupt_path = (cfg.get("corrupt") or {}).get("path", "")
+            if corrupt_path in self.path and take("corrupt") and body:
                 body = bytes([body[0] ^ 0xFF]) + body[1:]
             stall = take("stall")
             cut = take("truncate")

@@ -93,5 +93,21 @@ TEST(BindEnvironment, FormattedListParsesBackToTheSameBinds) {
   EXPECT_EQ(parse_bind_list(format_bind_list(binds)), binds);
 }
 
+// Found by fuzz_bind_spec (tests/fuzz/corpus/bind_spec/regression-trailing-backslash):
+// a path ending in a backslash came back from APPTAINER_BIND with its ':' escaped, i.e. as
+// another path; and "\\," lost its backslash. Escapes are now read once, and "\\" is one.
+TEST(BindEnvironment, BackslashesSurviveTheRoundTrip) {
+  const std::string found = "/+-\273/a\\";
+  auto parsed = parse_bind_list(found);
+  ASSERT_EQ(parsed.size(), 1u);
+  EXPECT_EQ(parsed[0].source, "/+-\273/a\\");
+  EXPECT_EQ(parse_bind_list(format_bind_list(parsed)), parsed);
+  std::vector<BindSpec> binds = {bind("/a\\", "/b\\,c", true), bind("/d\\:e\\x", "/f")};
+  binds[1].image_source = "/in\\,side:x";
+  EXPECT_EQ(parse_bind_list(format_bind_list(binds)), binds);
+  EXPECT_EQ(parse_bind_list("/a\\\\:/b")[0].source, "/a\\") << "\\\\ is one backslash";
+  EXPECT_EQ(parse_bind_list("/a\\b")[0].source, "/a\\b") << "other backslashes are kept";
+}
+
 }  // namespace
 }  // namespace capsa::runtime
