@@ -15,10 +15,12 @@
 #include "runtime/container_root.hpp"
 #include "runtime/environment.hpp"
 #include "runtime/gpu/nvccli.hpp"
+#include "runtime/gpu/ldso_cache.hpp"
 #include "runtime/gpu/nvidia.hpp"
 #include "runtime/identity_files.hpp"
 #include "runtime/image_mount.hpp"
 #include "runtime/mount_plan.hpp"
+#include "runtime/pmi_check.hpp"
 #include "runtime/namespaces.hpp"
 #include "sif/image.hpp"
 #include "squashfs/reader.hpp"
@@ -149,6 +151,21 @@ void pass_gpu_selection(const EnvMap& host, ComposedEnvironment& env) {
   throw_errno("running " + argv_strings[0] + " in the container");
 }
 
+// Under an MPI launcher, the image's MPI must speak the launcher's PMI: warn with a hint
+// when its library cache shows it cannot (runtime/pmi_check.hpp), before anything hangs.
+void warn_about_pmi_mismatch(const Launcher& launcher, const std::string& image_root) {
+  if (!launcher.any()) return;
+  std::vector<std::string> sonames;
+  try {
+    for (const auto& entry : gpu::parse_ldso_cache(read_image_file(image_root, "/etc/ld.so.cache")))
+      sonames.push_back(entry.name);
+  } catch (const FormatError&) {
+    return;  // no or no readable cache: nothing to compare
+  }
+  if (auto warning = pmi_mismatch(launcher, image_mpi_from_sonames(sonames)))
+    std::cerr << "WARNING: " << *warning << "\n";
+}
+
 void enter_working_directory(const std::string& wanted, bool explicit_pwd, const std::string& home) {
   if (::chdir(wanted.c_str()) == 0) return;
   if (explicit_pwd) throw_errno("--pwd " + wanted);
@@ -210,6 +227,8 @@ void launch(const ActionRequest& r) {
   if (!r.shell.empty()) env.process["APPTAINER_SHELL"] = env.process["SINGULARITY_SHELL"] = r.shell;
   if (r.nv || r.nvccli) pass_gpu_selection(env_request.host, env);
   for (const auto& warning : env.warnings) std::cerr << "WARNING: " << warning << "\n";
+  const Launcher launcher = detect_launcher(env_request.host);
+  if (auto warning = cleanenv_drops_launcher(launcher, r.cleanenv)) std::cerr << "WARNING: " << *warning << "\n";
 
   const std::string session_point = session_mount_point();
   enter_container_namespaces({::getuid(), ::getgid()});
@@ -224,6 +243,8 @@ void launch(const ActionRequest& r) {
   } else {
     mount_squashfs(squashfs, image_root, privileged);
   }
+
+  warn_about_pmi_mismatch(launcher, image_root);
 
   CallerAccount account = caller_account(mounts.home_destination);
   std::vector<std::pair<std::string, std::string>> files = {
