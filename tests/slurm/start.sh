@@ -3,6 +3,7 @@
 #   STATE/munge/    Debian's munged, as user munge, with its own key, socket, pid and log
 #                   (never the system's /run/munge or /etc/munge/munge.key);
 #   slurmctld       on 127.0.0.1:$CAPSA_TEST_SLURM_PORT (default 6900);
+#   /tmp/capsa-test-slurm-PORT/nX   each node's TmpFS;
 #   NODES slurmd    logical nodes n1..nN (default 2), one `slurmd -N nX` each on the next
 #                   ports, each in its own UTS namespace whose hostname is its node name
 #                   (OpenMPI names its shared-memory segments after the hostname: ranks of
@@ -64,8 +65,13 @@ setpriv --reuid=munge --regid=munge --init-groups \
          --seed-file="$state/munge/munged.seed"
 
 # Slurm: the node layout of this machine, claimed 64 CPUs wide.
-mkdir -p "$state/ctld" "$state/spool" "$state/tmp" "$state/log"
-chmod 1777 "$state/tmp"
+# The nodes' TmpFS is under /tmp, as on most clusters: Open MPI puts its session
+# directory in the PMIx-announced job directory there, which ranks in containers must see
+# (capsa binds /tmp; a TmpFS elsewhere must be bound by the user).
+tmpfs="/tmp/capsa-test-slurm-$port"
+mkdir -p "$state/ctld" "$state/spool" "$state/log" "$tmpfs"
+chmod 1777 "$tmpfs"
+echo "$tmpfs" > "$state/tmpfs"
 first_node_port=$((port + 1))
 srun_low=$((port + nodes + 1))
 srun_high=$((port + 19))
@@ -89,7 +95,7 @@ memory=$(slurmd -C | sed -n 's/.*RealMemory=\([0-9]*\).*/\1/p')
   echo "SlurmdLogFile=$state/log/slurmd-%n.log"
   # The PMIx plugin keeps its per-job directory in TmpFS: one per node, or two nodes' steps
   # of one job collide ("File exists").
-  echo "TmpFS=$state/tmp/%n"
+  echo "TmpFS=$tmpfs/%n"
   echo "ProctrackType=proctrack/linuxproc"
   echo "TaskPlugin=task/none"
   echo "JobAcctGatherType=jobacct_gather/none"
@@ -119,8 +125,8 @@ mv "$conf.tmp" "$conf"
 slurmctld -f "$conf" -i
 i=1
 while [ "$i" -le "$nodes" ]; do
-  mkdir -p "$state/spool/n$i" "$state/tmp/n$i"
-  chmod 1777 "$state/tmp/n$i"
+  mkdir -p "$state/spool/n$i" "$tmpfs/n$i"
+  chmod 1777 "$tmpfs/n$i"
   # slurmd daemonizes and stays in the namespace with its hostname.
   unshare --uts sh -c 'hostname "$1" && exec slurmd -f "$2" -N "$1"' slurmd "n$i" "$conf"
   i=$((i + 1))

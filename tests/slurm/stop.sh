@@ -20,4 +20,11 @@ stop_pidfile() {
 for pidfile in "$state"/slurmd-*.pid; do stop_pidfile "$pidfile"; done
 stop_pidfile "$state/slurmctld.pid"
 stop_pidfile "$state/munge/munged.pid"
+# The nodes' TmpFS under /tmp (the name start.sh recorded; nothing else is removed).
+if [ -f "$state/tmpfs" ]; then
+  case $(cat "$state/tmpfs") in
+    /tmp/capsa-test-slurm-[0-9]*) rm -rf "$(cat "$state/tmpfs")" ;;
+  esac
+  rm -f "$state/tmpfs"
+fi
 echo "slurm: stopped ($state)"
