@@ -53,12 +53,17 @@ std::vector<std::string> mpi_environment() {
   return env;
 }
 
+// NAME=VALUE variables one test adds (a type of its own, so that a command list cannot be
+// passed in its place).
+struct ExtraEnv {
+  std::vector<std::string> vars;
+};
+
 // Runs `argv` with the MPI variables and `extra` added to this process's environment.
-ProcessResult run_with_mpi_env(std::vector<std::string> argv, const std::vector<std::string>& extra = {},
-                               int timeout_seconds = 300) {
+ProcessResult run_with_mpi_env(std::vector<std::string> argv, const ExtraEnv& extra = {}, int timeout_seconds = 300) {
   std::vector<std::string> full = {"env"};
   for (const auto& e : mpi_environment()) full.push_back(e);
-  full.insert(full.end(), extra.begin(), extra.end());
+  full.insert(full.end(), extra.vars.begin(), extra.vars.end());
   full.insert(full.end(), argv.begin(), argv.end());
   return run_process(full, "", timeout_seconds);
 }
@@ -196,8 +201,8 @@ TEST_F(Mpi, SbatchJobScriptAsClusterGuidesWriteIt) {
 // --- many ranks at once ------------------------------------------------------------------
 
 TEST_F(Mpi, SixtyFourContainersOfOneSifStartAtOnceOnOneNode) {
-  auto result = run_with_mpi_env(concat(concat(srun("1", 64), {"--nodelist=n1"}), capsa_exec()),
-                                 {"/bin/sh", "-c", "echo \"task $SLURM_PROCID on $(hostname) ok\""});
+  auto result = run_with_mpi_env(concat(concat(concat(srun("1", 64), {"--nodelist=n1"}), capsa_exec()),
+                                        {"/bin/sh", "-c", "echo \"task $SLURM_PROCID on $(hostname) ok\""}));
   EXPECT_EQ(result.exit_code, 0) << result.out << result.err;
   std::set<std::string> tasks;
   std::regex line("task ([0-9]+) on n1 ok");
@@ -231,7 +236,7 @@ TEST_F(Mpi, SixteenFirstRunsOnTwoNodesSharingACacheDownloadAndConvertOnce) {
   auto result = run_with_mpi_env(
       concat(concat(srun("2", 16), {"--ntasks-per-node=8", "--output=" + (work / "rank-%t.log")}),
              {test::capsa_binary(), "exec", image, "/bin/sh", "-c", "echo \"rank $SLURM_PROCID on $(hostname) ok\""}),
-      {"CAPSA_CACHEDIR=" + cache, "APPTAINER_NOHTTPS=1"}, 900);
+      ExtraEnv{{"CAPSA_CACHEDIR=" + cache, "APPTAINER_NOHTTPS=1"}}, 900);
   EXPECT_EQ(result.exit_code, 0) << result.out << result.err;
   PullCounts total;
   std::set<std::string> hosts;
