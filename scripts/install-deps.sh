@@ -18,7 +18,7 @@ packages="
   python3 tar gzip bc time charliecloud-builders charliecloud-runtime
 "
 packages="$packages openmpi-bin libopenmpi-dev"          # MPI: host mpirun, mpicc for mpi_app (tests/mpi, bench/mpi.sh)
-packages="$packages munge slurmctld slurmd slurm-client" # the private test Slurm cluster (tests/slurm)
+packages="$packages munge slurmctld slurmd slurm-client iproute2" # the private test Slurm cluster (tests/slurm; ss checks its ports)
 
 missing=""
 for p in $packages; do

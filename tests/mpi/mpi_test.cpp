@@ -18,11 +18,9 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <regex>
 #include <set>
-#include <sstream>
 
 #include "support/process.hpp"
 #include "support/temp_dir.hpp"
