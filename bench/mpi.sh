@@ -36,7 +36,7 @@ squashfs="$fixture/rootfs.squashfs"
 app="$fixture/mpi_app"
 cd "$work"
 
-export OMPI_MCA_btl_vader_single_copy_mechanism=none PMIX_MCA_gds=hash
+export OMPI_MCA_btl_vader_single_copy_mechanism=none
 export USER="${USER:-$(id -un)}"   # ch-run refuses to start without it
 if [ "$(id -u)" -eq 0 ]; then
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1

@@ -11,6 +11,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <random>
 #include <vector>
 
 #include "util/error.hpp"
@@ -20,12 +21,17 @@ namespace capsa::runtime {
 namespace {
 
 constexpr unsigned long kImageMountFlags = MS_RDONLY | MS_NOSUID | MS_NODEV;
+constexpr int kLoopAttempts = 1024;
 
 void mount_with_loop_device(const SquashfsLocation& image, const std::string& target) {
   UniqueFd control = open_file("/dev/loop-control", O_RDWR);
   UniqueFd backing = open_file(image.file, O_RDONLY);
   // Another container may grab the free device between GET_FREE and CONFIGURE: retry.
-  for (int attempt = 0; attempt < 16; ++attempt) {
+  // GET_FREE hands every contender the same lowest free device, so of N containers
+  // starting at once (the ranks of a node) one wins per round and the last needs about N
+  // rounds: the bound is generous, and a short random pause spreads the contenders out.
+  std::minstd_rand jitter(static_cast<unsigned>(::getpid()));
+  for (int attempt = 0; attempt < kLoopAttempts; ++attempt) {
     int number = ::ioctl(control.get(), LOOP_CTL_GET_FREE);
     if (number < 0) throw_errno("finding a free loop device");
     std::string device = "/dev/loop" + std::to_string(number);
@@ -37,7 +43,10 @@ void mount_with_loop_device(const SquashfsLocation& image, const std::string& ta
     // Auto-clear: the device is released when its last user (the mount) goes away.
     config.info.lo_flags = LO_FLAGS_READ_ONLY | LO_FLAGS_AUTOCLEAR;
     if (::ioctl(loop.get(), LOOP_CONFIGURE, &config) != 0) {
-      if (errno == EBUSY) continue;
+      if (errno == EBUSY) {
+        ::usleep(static_cast<useconds_t>(jitter() % 2000));
+        continue;
+      }
       throw_errno("configuring " + device + " for " + image.file);
     }
     if (::mount(device.c_str(), target.c_str(), "squashfs", kImageMountFlags, nullptr) != 0) {
@@ -47,7 +56,7 @@ void mount_with_loop_device(const SquashfsLocation& image, const std::string& ta
     }
     return;
   }
-  throw Error("no free loop device for " + image.file + " after 16 attempts");
+  throw Error("no free loop device for " + image.file + " after " + std::to_string(kLoopAttempts) + " attempts");
 }
 
 void mount_with_squashfuse(const SquashfsLocation& image, const std::string& target) {

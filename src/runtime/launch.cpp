@@ -20,7 +20,7 @@
 #include "runtime/identity_files.hpp"
 #include "runtime/image_mount.hpp"
 #include "runtime/mount_plan.hpp"
-#include "runtime/pmi_check.hpp"
+#include "runtime/mpi_launcher.hpp"
 #include "runtime/namespaces.hpp"
 #include "sif/image.hpp"
 #include "squashfs/reader.hpp"
@@ -152,7 +152,7 @@ void pass_gpu_selection(const EnvMap& host, ComposedEnvironment& env) {
 }
 
 // Under an MPI launcher, the image's MPI must speak the launcher's PMI: warn with a hint
-// when its library cache shows it cannot (runtime/pmi_check.hpp), before anything hangs.
+// when its library cache shows it cannot (runtime/mpi_launcher.hpp), before anything hangs.
 void warn_about_pmi_mismatch(const Launcher& launcher, const std::string& image_root) {
   if (!launcher.any()) return;
   std::vector<std::string> sonames;
@@ -199,6 +199,9 @@ void launch(const ActionRequest& r) {
   mounts.no_home = r.no_home;
   mounts.workdir = r.workdir;
   std::vector<MountStep> plan = plan_mounts(mounts);
+  const EnvMap host_environment = current_environment();
+  const Launcher launcher = detect_launcher(host_environment);
+  for (MountStep& step : launcher_mounts(launcher, host_environment)) plan.push_back(std::move(step));
   bool writable_tmpfs = r.writable_tmpfs;
   std::function<void(const std::string&)> before_enter;
   if (r.nvccli) {
@@ -214,7 +217,7 @@ void launch(const ActionRequest& r) {
   if (r.debug) std::cerr << "capsa: mount plan\n" << describe(plan);
 
   EnvRequest env_request;
-  env_request.host = current_environment();
+  env_request.host = host_environment;
   env_request.clean = r.cleanenv;
   env_request.env_args = r.env_args;
   env_request.env_files = r.env_files;
@@ -227,7 +230,6 @@ void launch(const ActionRequest& r) {
   if (!r.shell.empty()) env.process["APPTAINER_SHELL"] = env.process["SINGULARITY_SHELL"] = r.shell;
   if (r.nv || r.nvccli) pass_gpu_selection(env_request.host, env);
   for (const auto& warning : env.warnings) std::cerr << "WARNING: " << warning << "\n";
-  const Launcher launcher = detect_launcher(env_request.host);
   if (auto warning = cleanenv_drops_launcher(launcher, r.cleanenv)) std::cerr << "WARNING: " << *warning << "\n";
 
   const std::string session_point = session_mount_point();

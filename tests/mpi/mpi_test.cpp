@@ -10,9 +10,8 @@
 // user namespace, so the ranks of a node cannot use cross-memory attach (CMA) and Open
 // MPI's shared-memory transport is told to copy through the segment instead
 // (btl_vader_single_copy_mechanism=none). Under srun the PMIx interface is used
-// (MpiDefault=pmix: Debian's Open MPI speaks PMIx only), with PMIX_MCA_gds=hash because
-// Slurm's PMIx shared-memory datastore lives in the slurmd spool, which the container
-// does not see.
+// (MpiDefault=pmix: Debian's Open MPI speaks PMIx only); capsa binds the PMIx server's
+// directory in the slurmd spool, so no PMIX_MCA_gds workaround is set.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -41,7 +40,7 @@ std::string mpi_sif() {
 
 // The variables a user sets for Open MPI in containers (docs/mpi-and-slurm.md).
 std::vector<std::string> mpi_environment() {
-  std::vector<std::string> env = {"PMIX_MCA_gds=hash"};
+  std::vector<std::string> env;
   if (::geteuid() == 0) {
     env.push_back("OMPI_ALLOW_RUN_AS_ROOT=1");
     env.push_back("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1");
@@ -138,12 +137,14 @@ TEST_F(Mpi, SrunStartsFourRanksWithPmix) {
   // Slurm 22.05 and its Open MPI 4.1 speak. The launcher's variables must reach the rank
   // inside the container: mpi_app checks them there.
   std::string required = "SLURM_JOB_ID,SLURM_STEP_ID,SLURM_PROCID,SLURM_NTASKS,SLURM_MPI_TYPE,"
-                         "PMIX_RANK,PMIX_NAMESPACE,PMIX_SERVER_URI41,PMIX_MCA_gds";
+                         "PMIX_RANK,PMIX_NAMESPACE,PMIX_SERVER_URI41,PMIX_SERVER_TMPDIR";
   if (::geteuid() != 0) required += ",OMPI_MCA_btl_vader_single_copy_mechanism";
   auto result = run_with_mpi_env(concat(concat(concat(srun("1", 4), {"--mpi=pmix"}), capsa_exec()),
                                         {"/usr/local/bin/mpi_app", "--size", "4", "--require-env", required}));
   EXPECT_EQ(result.exit_code, 0) << result.out << result.err;
   EXPECT_EQ(ok_ranks(result.out, 4).size(), 4u) << result.out << result.err;
+  // The server's shared-memory datastore is reachable: no PMIx client error, no fallback.
+  EXPECT_EQ(result.err.find("PMIX ERROR"), std::string::npos) << result.err;
 }
 
 TEST_F(Mpi, SrunRanksSpanTwoLogicalNodes) {

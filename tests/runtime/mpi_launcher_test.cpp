@@ -1,10 +1,10 @@
-// The PMI mismatch rules (runtime/pmi_check.hpp) on the environments Debian's Slurm 22.05
+// The PMIx directory bind and the PMI mismatch rules (runtime/mpi_launcher.hpp) on the environments Debian's Slurm 22.05
 // and Open MPI 4.1 really set (recorded from `srun env` and `mpirun env` on a test
 // cluster) and on library lists of real images. The end-to-end case, a real srun
 // --mpi=pmi2 of an Open MPI image, is in tests/mpi.
 #include <gtest/gtest.h>
 
-#include "runtime/pmi_check.hpp"
+#include "runtime/mpi_launcher.hpp"
 
 namespace capsa::runtime {
 namespace {
@@ -12,7 +12,8 @@ namespace {
 EnvMap srun_pmix() {
   return {{"SLURM_STEP_ID", "0"}, {"SLURM_PROCID", "1"}, {"SLURM_MPI_TYPE", "pmix"},
           {"PMIX_NAMESPACE", "slurm.pmix.6.0"}, {"PMIX_RANK", "1"},
-          {"PMIX_SERVER_URI41", "pmix-server.18493;tcp4://127.0.0.1:51163"}};
+          {"PMIX_SERVER_URI41", "pmix-server.18493;tcp4://127.0.0.1:51163"},
+          {"PMIX_SERVER_TMPDIR", "/var/spool/slurmd/pmix.6.0/"}};
 }
 EnvMap srun_pmi2() {
   return {{"SLURM_STEP_ID", "0"}, {"SLURM_PROCID", "0"}, {"SLURM_MPI_TYPE", "pmi2"},
@@ -28,7 +29,7 @@ const std::vector<std::string> kDebianOpenMpi = {"libc.so.6", "libmpi.so.40", "l
                                                  "libhwloc.so.15"};
 const std::vector<std::string> kDebianMpich = {"libc.so.6", "libmpich.so.12", "libmpi.so.12"};
 
-TEST(PmiCheck, LaunchersAreRecognisedFromTheirVariables) {
+TEST(MpiLauncher, LaunchersAreRecognisedFromTheirVariables) {
   Launcher pmix = detect_launcher(srun_pmix());
   EXPECT_TRUE(pmix.pmix);
   EXPECT_FALSE(pmix.pmi2);
@@ -42,7 +43,27 @@ TEST(PmiCheck, LaunchersAreRecognisedFromTheirVariables) {
   EXPECT_FALSE(detect_launcher({{"SLURM_JOB_ID", "3"}, {"PATH", "/bin"}}).any()) << "a batch script is no launcher";
 }
 
-TEST(PmiCheck, MatchingPairsAndNonMpiImagesAreSilent) {
+TEST(MpiLauncher, ThePmixServersDirectoryIsBoundWhereItIs) {
+  auto mounts = launcher_mounts(detect_launcher(srun_pmix()), srun_pmix());
+  ASSERT_EQ(mounts.size(), 1u);
+  EXPECT_EQ(mounts[0].kind, MountStep::Kind::Bind);
+  EXPECT_EQ(mounts[0].source, "/var/spool/slurmd/pmix.6.0");
+  EXPECT_EQ(mounts[0].target, "/var/spool/slurmd/pmix.6.0");
+  EXPECT_FALSE(mounts[0].required) << "a launcher's directory that is gone is no error";
+  EXPECT_FALSE(mounts[0].read_only) << "the clients lock the datastore";
+  EXPECT_TRUE(launcher_mounts(detect_launcher(srun_pmi2()), srun_pmi2()).empty());
+  EnvMap relative = srun_pmix();
+  relative["PMIX_SERVER_TMPDIR"] = "spool/pmix";
+  EXPECT_TRUE(launcher_mounts(detect_launcher(relative), relative).empty());
+  EnvMap root = srun_pmix();
+  root["PMIX_SERVER_TMPDIR"] = "//";
+  EXPECT_TRUE(launcher_mounts(detect_launcher(root), root).empty()) << "never the host's root";
+  EnvMap plain = srun_pmix();
+  plain.erase("PMIX_NAMESPACE");
+  EXPECT_TRUE(launcher_mounts(detect_launcher(plain), plain).empty()) << "only under a PMIx launcher";
+}
+
+TEST(MpiLauncher, MatchingPairsAndNonMpiImagesAreSilent) {
   ImageMpi ompi = image_mpi_from_sonames(kDebianOpenMpi);
   EXPECT_EQ(ompi.open_mpi, std::vector<std::string>{"libmpi.so.40"});
   EXPECT_EQ(ompi.pmix, std::vector<std::string>{"libpmix.so.2"});
@@ -65,7 +86,7 @@ TEST(PmiCheck, MatchingPairsAndNonMpiImagesAreSilent) {
   EXPECT_FALSE(pmi_mismatch(detect_launcher(srun_pmi2()), image_mpi_from_sonames(with_pmi2)));
 }
 
-TEST(PmiCheck, OpenMpiUnderAPmi2OnlyLauncherIsNamedWithTheFix) {
+TEST(MpiLauncher, OpenMpiUnderAPmi2OnlyLauncherIsNamedWithTheFix) {
   auto warning = pmi_mismatch(detect_launcher(srun_pmi2()), image_mpi_from_sonames(kDebianOpenMpi));
   ASSERT_TRUE(warning);
   EXPECT_NE(warning->find("srun --mpi=pmi2"), std::string::npos) << *warning;
@@ -74,7 +95,7 @@ TEST(PmiCheck, OpenMpiUnderAPmi2OnlyLauncherIsNamedWithTheFix) {
   EXPECT_NE(warning->find("docs/mpi-and-slurm.md"), std::string::npos) << *warning;
 }
 
-TEST(PmiCheck, MpichWithoutPmixUnderAPmixLauncherIsNamed) {
+TEST(MpiLauncher, MpichWithoutPmixUnderAPmixLauncherIsNamed) {
   auto warning = pmi_mismatch(detect_launcher(srun_pmix()), image_mpi_from_sonames(kDebianMpich));
   ASSERT_TRUE(warning);
   EXPECT_NE(warning->find("rank 0 of 1"), std::string::npos) << *warning;
@@ -82,14 +103,14 @@ TEST(PmiCheck, MpichWithoutPmixUnderAPmixLauncherIsNamed) {
   EXPECT_NE(warning->find("docs/mpi-and-slurm.md"), std::string::npos) << *warning;
 }
 
-TEST(PmiCheck, MpichUnderOpenMpisMpirunIsNamed) {
+TEST(MpiLauncher, MpichUnderOpenMpisMpirunIsNamed) {
   auto warning = pmi_mismatch(detect_launcher(mpirun()), image_mpi_from_sonames(kDebianMpich));
   ASSERT_TRUE(warning);
   EXPECT_NE(warning->find("Open MPI's mpirun"), std::string::npos) << *warning;
   EXPECT_NE(warning->find("MPICH"), std::string::npos) << *warning;
 }
 
-TEST(PmiCheck, CleanenvUnderALauncherWarns) {
+TEST(MpiLauncher, CleanenvUnderALauncherWarns) {
   EXPECT_TRUE(cleanenv_drops_launcher(detect_launcher(srun_pmix()), true));
   EXPECT_FALSE(cleanenv_drops_launcher(detect_launcher(srun_pmix()), false));
   EXPECT_FALSE(cleanenv_drops_launcher(detect_launcher({}), true));

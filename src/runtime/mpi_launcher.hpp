@@ -1,18 +1,20 @@
 #pragma once
 // MPI ranks in containers (docs/mpi-and-slurm.md): the launcher on the host (srun, mpirun,
 // mpiexec) and the MPI library in the image meet through a process-management interface,
-// PMIx or PMI-2, whose endpoint the launcher passes in the environment. When the image's
-// MPI cannot speak the interface the launcher offers, every rank either aborts in MPI_Init
-// or believes it is "rank 0 of 1" — a hang or a wrong result far from the cause. capsa
-// cannot see the job, but it can compare two facts before the command starts: what the
-// environment says the launcher offers, and which MPI and PMI libraries the image's
-// ld.so cache lists. A mismatch it is sure of becomes a warning with a hint; anything
+// PMIx or PMI-2, whose endpoint the launcher passes in the environment. Two things follow
+// for a rank's container: the PMIx server's directory must be visible in it, and the
+// image's MPI must speak the launcher's interface. When it cannot, every rank either
+// aborts in MPI_Init or believes it is "rank 0 of 1" — a hang or a wrong result far from
+// the cause. capsa cannot see the job, but it can compare two facts before the command
+// starts: what the environment says the launcher offers, and which MPI and PMI libraries
+// the image's ld.so cache lists. A mismatch it is sure of becomes a warning with a hint; anything
 // else (no MPI library in the image, a statically linked MPI) stays silent.
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "runtime/environment.hpp"
+#include "runtime/mount_plan.hpp"
 
 namespace capsa::runtime {
 
@@ -25,6 +27,12 @@ struct Launcher {
   bool any() const { return pmix || pmi2; }
 };
 Launcher detect_launcher(const EnvMap& env);
+
+// The PMIx server's directory (PMIX_SERVER_TMPDIR: under srun, in the slurmd spool) at
+// the same path: the client maps the server's shared-memory datastore from there, and
+// without it every rank prints "PMIX ERROR ... gds_ds12_lock" and falls back to asking
+// the server. Optional (skipped when missing); nothing when no PMIx launcher is seen.
+std::vector<MountStep> launcher_mounts(const Launcher& launcher, const EnvMap& env);
 
 // The MPI-related libraries an image's ld.so cache lists (sonames).
 struct ImageMpi {

@@ -1,4 +1,6 @@
-#include "runtime/pmi_check.hpp"
+#include "runtime/mpi_launcher.hpp"
+
+#include <filesystem>
 
 namespace capsa::runtime {
 namespace {
@@ -33,6 +35,19 @@ Launcher detect_launcher(const EnvMap& env) {
   else if (l.pmix) l.name = "a PMIx launcher";
   else if (l.pmi2) l.name = "a PMI-2 launcher (srun --mpi=pmi2 or MPICH's mpiexec)";
   return l;
+}
+
+std::vector<MountStep> launcher_mounts(const Launcher& launcher, const EnvMap& env) {
+  if (!launcher.pmix) return {};
+  auto it = env.find("PMIX_SERVER_TMPDIR");
+  if (it == env.end() || it->second.empty() || it->second[0] != '/') return {};
+  std::string dir = std::filesystem::path(it->second).lexically_normal().string();
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  if (dir == "/") return {};
+  MountStep step;
+  step.source = step.target = dir;
+  step.required = false;
+  return {step};
 }
 
 ImageMpi image_mpi_from_sonames(const std::vector<std::string>& sonames) {
