@@ -7,10 +7,12 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <random>
 #include <vector>
 
@@ -23,9 +25,60 @@ namespace {
 constexpr unsigned long kImageMountFlags = MS_RDONLY | MS_NOSUID | MS_NODEV;
 constexpr int kLoopAttempts = 1024;
 
+// A sysfs attribute's text, or "" when it does not exist (an unbound loop device).
+std::string sysfs_text(const std::filesystem::path& path) {
+  try {
+    return read_whole_file(path.string());
+  } catch (const std::exception&) {
+    return "";
+  }
+}
+
+// The loop driver reports the backing file's device in the kernel's "huge" encoding
+// (new_encode_dev), not glibc's dev_t layout.
+bool same_device(std::uint64_t kernel_encoded, dev_t dev) {
+  const auto major_number = static_cast<unsigned>((kernel_encoded & 0xfff00) >> 8);
+  const auto minor_number = static_cast<unsigned>((kernel_encoded & 0xff) | ((kernel_encoded >> 12) & 0xfff00));
+  return major_number == major(dev) && minor_number == minor(dev);
+}
+
+// A loop device that another container already attached, read-only and auto-clearing, to
+// exactly this region of this file (another rank of the job on this node), opened. While
+// it is held open it can be neither cleared nor rebound, so the mount that follows gets
+// it; and mounting it again yields the same squashfs superblock: the ranks of a node share
+// one page cache and one LOOP_CONFIGURE (slow: it waits for the block layer) instead of
+// configuring one device each. Empty when there is none.
+UniqueFd attached_loop_device(const SquashfsLocation& image, int backing_fd, std::string* device) {
+  struct stat backing {};
+  if (::fstat(backing_fd, &backing) != 0) return UniqueFd();
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/sys/block", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("loop", 0) != 0) continue;
+    // Only bound devices have a backing_file; its path is a cheap first filter.
+    if (sysfs_text(entry.path() / "loop/backing_file") != image.file + "\n") continue;
+    UniqueFd fd(::open(("/dev/" + name).c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd) continue;
+    loop_info64 info{};
+    if (::ioctl(fd.get(), LOOP_GET_STATUS64, &info) != 0) continue;
+    const unsigned wanted = LO_FLAGS_READ_ONLY | LO_FLAGS_AUTOCLEAR;
+    if (!same_device(info.lo_device, backing.st_dev) || info.lo_inode != backing.st_ino ||
+        info.lo_offset != image.offset || info.lo_sizelimit != image.size || (info.lo_flags & wanted) != wanted)
+      continue;
+    *device = "/dev/" + name;
+    return fd;
+  }
+  return UniqueFd();
+}
+
 void mount_with_loop_device(const SquashfsLocation& image, const std::string& target) {
-  UniqueFd control = open_file("/dev/loop-control", O_RDWR);
   UniqueFd backing = open_file(image.file, O_RDONLY);
+  std::string shared;
+  if (UniqueFd attached = attached_loop_device(image, backing.get(), &shared)) {
+    if (::mount(shared.c_str(), target.c_str(), "squashfs", kImageMountFlags, nullptr) == 0) return;
+    // Being torn down, or mounted with other flags: configure a device of our own.
+  }
+  UniqueFd control = open_file("/dev/loop-control", O_RDWR);
   // Another container may grab the free device between GET_FREE and CONFIGURE: retry.
   // GET_FREE hands every contender the same lowest free device, so of N containers
   // starting at once (the ranks of a node) one wins per round and the last needs about N

@@ -2,7 +2,8 @@
 // Mounting the squashfs partition of a SIF read-only, nosuid and nodev, at its offset in
 // the file, without extracting anything:
 //  * root: the kernel's squashfs driver through a loop device (auto-cleared: it goes
-//    away with the last mount);
+//    away with the last mount), shared by the containers of one image region on a node
+//    (one superblock and page cache for all the ranks of a job);
 //  * anyone else: FUSE. capsa, still holding its namespace capabilities, mounts
 //    /dev/fuse itself and hands the connection to squashfuse_ll as /dev/fd/N (libfuse
 //    >= 3.3): squashfuse needs no privilege and no setuid fusermount. The server dies

@@ -136,6 +136,31 @@ TEST(Launch, NothingIsLeftBehind) {
   }
 }
 
+TEST(Launch, ContainersOfOneImageShareOneLoopDevice) {
+  // The ranks of a job on one node: the second container mounts the loop device the first
+  // one configured (one superblock, one page cache), and the device still goes away with
+  // the last of them.
+  if (::geteuid() != 0) GTEST_SKIP() << "loop devices are root's (others mount with FUSE)";
+  test::TempDir dir;
+  std::string image = dir / "shared-loop.sif";
+  ASSERT_EQ(run_process({"cp", busybox(), image}).exit_code, 0);
+  std::string marker = dir / "second-is-running";
+  auto result = run_process(
+      {"sh", "-c",
+       "capsa=$0 image=$1 marker=$2\n"
+       "\"$capsa\" exec \"$image\" sleep 4 & first=$!\n"
+       "i=0; until [ \"$(losetup -j \"$image\" | wc -l)\" -ge 1 ] || [ $i -ge 200 ]; do sleep 0.05; i=$((i+1)); done\n"
+       "\"$capsa\" exec \"$image\" sh -c 'touch \"$0\"; sleep 2' \"$marker\" & second=$!\n"
+       "i=0; until [ -e \"$marker\" ] || [ $i -ge 200 ]; do sleep 0.05; i=$((i+1)); done\n"
+       "echo \"devices: $(losetup -j \"$image\" | wc -l)\"\n"
+       "wait $first || exit 10; wait $second || exit 11\n",
+       test::capsa_binary(), image, marker},
+      "", 60);
+  EXPECT_EQ(result.exit_code, 0) << result.out << result.err;
+  EXPECT_EQ(result.out, "devices: 1\n") << result.err;
+  EXPECT_EQ(run_process({"losetup", "-j", image}).out, "") << "released after the last container";
+}
+
 TEST(Launch, BadImagesGiveOneClearLine) {
   test::TempDir dir;
   std::string junk = dir.write("junk.sif", std::string(4096, 'x'));
