@@ -2,6 +2,7 @@
 // namespaces, FUSE or loop mounts, overlay and binds. The suite runs as root and as the
 // unprivileged test user, so both mechanisms are exercised.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -10,6 +11,7 @@
 #include "support/process.hpp"
 #include "support/temp_dir.hpp"
 #include "support/test_env.hpp"
+#include "support/unprivileged.hpp"
 
 namespace capsa::runtime {
 namespace {
@@ -159,6 +161,27 @@ TEST(Launch, ContainersOfOneImageShareOneLoopDevice) {
   EXPECT_EQ(result.exit_code, 0) << result.out << result.err;
   EXPECT_EQ(result.out, "devices: 1\n") << result.err;
   EXPECT_EQ(run_process({"losetup", "-j", image}).out, "") << "released after the last container";
+}
+
+TEST(Launch, UnprivilegedBindsWorkWithHostMountsBelowTheSource) {
+  // A mount on the host below a bound directory (another user's FUSE mount under /tmp) is
+  // locked in the container's user namespace, and a plain bind of the directory fails
+  // there with EINVAL: every rank of a node would fail while such a mount exists. Root
+  // makes the host mount; the container runs as the test user.
+  if (::geteuid() != 0) GTEST_SKIP() << "root makes the host mount (the .root run covers it)";
+  if (!test::test_user()) GTEST_SKIP() << "no unprivileged test user";
+  test::TempDir dir;
+  ASSERT_EQ(::chmod(dir.path().c_str(), 0755), 0);
+  std::string below = dir / "host-mount";
+  ASSERT_EQ(::mkdir(below.c_str(), 0755), 0);
+  ASSERT_EQ(run_process({"mount", "-t", "tmpfs", "-o", "mode=0755", "capsa-test-below", below}).exit_code, 0);
+  ASSERT_EQ(run_process({"sh", "-c", "echo from-the-host-mount > \"$0\"/file", below}).exit_code, 0);
+  auto result = run_process({"setpriv", "--reuid=" + test::test_user()->name, "--regid=" + test::test_user()->name,
+                             "--init-groups", test::capsa_binary(), "exec", "-B", dir.path() + ":/data", busybox(),
+                             "cat", "/data/host-mount/file"});
+  run_process({"umount", below});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.out, "from-the-host-mount\n") << result.err;
 }
 
 TEST(Launch, BadImagesGiveOneClearLine) {
