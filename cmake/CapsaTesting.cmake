@@ -42,8 +42,25 @@ add_test(NAME registry.stop
          COMMAND "${CMAKE_SOURCE_DIR}/tests/registry/stop.sh" "${CAPSA_TEST_REGISTRY_STATE_DIR}")
 set_tests_properties(registry.stop PROPERTIES FIXTURES_CLEANUP capsa_registry)
 
+# A private Slurm cluster (tests/slurm/start.sh: munge, slurmctld, logical nodes n1, n2),
+# on ports 6900..6919 unless told otherwise; two checkouts testing at once need different
+# ones. Started by slurm.start for the suites declared SLURM, stopped by slurm.stop after.
+set(CAPSA_TEST_SLURM_PORT 6900 CACHE STRING "First of the 20 ports of the test Slurm cluster (slurmctld, slurmd, srun)")
+set(CAPSA_TEST_SLURM_NODES 2 CACHE STRING "Logical nodes of the test Slurm cluster (1-4)")
+set(CAPSA_TEST_SLURM_STATE_DIR "${CMAKE_BINARY_DIR}/test-slurm" CACHE PATH
+    "State of the test Slurm cluster: slurm.conf, munge key and socket, spool, logs")
+add_test(NAME slurm.start
+         COMMAND "${CMAKE_SOURCE_DIR}/tests/slurm/start.sh" "${CAPSA_TEST_SLURM_STATE_DIR}" "${CAPSA_TEST_SLURM_NODES}")
+set_tests_properties(slurm.start PROPERTIES FIXTURES_SETUP capsa_slurm
+                     ENVIRONMENT "CAPSA_TEST_SLURM_PORT=${CAPSA_TEST_SLURM_PORT}" TIMEOUT 120)
+add_test(NAME slurm.stop COMMAND "${CMAKE_SOURCE_DIR}/tests/slurm/stop.sh" "${CAPSA_TEST_SLURM_STATE_DIR}")
+set_tests_properties(slurm.stop PROPERTIES FIXTURES_CLEANUP capsa_slurm)
+
+# capsa_add_test_suite(NAME SOURCES... [ROOT_ONLY] [REGISTRY] [SLURM])
+#   SLURM: the suite needs the test Slurm cluster and sees SLURM_CONF (its configuration),
+#   CAPSA_TEST_SLURM_STATE and CAPSA_TEST_SLURM_NODES.
 function(capsa_add_test_suite name)
-  cmake_parse_arguments(ARG "ROOT_ONLY;REGISTRY" "" "" ${ARGN})
+  cmake_parse_arguments(ARG "ROOT_ONLY;REGISTRY;SLURM" "" "" ${ARGN})
   add_executable(${name}_tests ${ARG_UNPARSED_ARGUMENTS})
   target_link_libraries(${name}_tests PRIVATE capsa_test_support GTest::gtest_main)
   set(env
@@ -61,6 +78,13 @@ function(capsa_add_test_suite name)
       "CAPSA_TEST_CA=${CAPSA_TEST_REGISTRY_STATE_DIR}/ca.pem"
       "CAPSA_TEST_REGISTRY_STATE=${CAPSA_TEST_REGISTRY_STATE_DIR}"
       "CAPSA_TEST_REGISTRY_TOOLS=${CMAKE_SOURCE_DIR}/tests/registry")
+  endif()
+  if(ARG_SLURM)
+    list(APPEND fixtures capsa_slurm)
+    list(APPEND env
+      "SLURM_CONF=${CAPSA_TEST_SLURM_STATE_DIR}/slurm.conf"
+      "CAPSA_TEST_SLURM_STATE=${CAPSA_TEST_SLURM_STATE_DIR}"
+      "CAPSA_TEST_SLURM_NODES=${CAPSA_TEST_SLURM_NODES}")
   endif()
   add_test(NAME ${name}.root COMMAND $<TARGET_FILE:${name}_tests>)
   set_tests_properties(${name}.root PROPERTIES ENVIRONMENT "${env}" FIXTURES_REQUIRED "${fixtures}")

@@ -187,6 +187,19 @@ void create_below_mount(int root_fd, const MountStep& step, bool writable_image)
   }
 }
 
+// A recursive bind of a directory that holds this container's session (/tmp holds
+// /tmp/.capsa-session-UID) copies the session's mounts too: detach that copy, the
+// container has no business seeing its own image and root again below /tmp.
+void hide_session_copy(int root_fd, const std::string& session, const MountStep& step) {
+  const std::string& source = step.source;
+  if (session.size() <= source.size() || session.compare(0, source.size(), source) != 0 ||
+      (source != "/" && session[source.size()] != '/'))
+    return;
+  std::string inside = step.target + session.substr(source == "/" ? 0 : source.size());
+  UniqueFd copy(open_in_root(root_fd, inside, O_PATH));
+  if (copy && ::umount2(fd_path(copy.get()).c_str(), MNT_DETACH) != 0) throw_errno("hiding " + inside);
+}
+
 void apply_step(int root_fd, const std::string& session, const MountStep& step, bool writable_image) {
   const bool is_bind = step.kind == MountStep::Kind::Bind || step.kind == MountStep::Kind::RecursiveBind;
   if (is_bind) {
@@ -223,8 +236,15 @@ void apply_step(int root_fd, const std::string& session, const MountStep& step, 
     case MountStep::Kind::Bind:
     case MountStep::Kind::RecursiveBind: {
       unsigned long flags = MS_BIND | (step.kind == MountStep::Kind::RecursiveBind ? MS_REC : 0);
-      if (::mount(step.source.c_str(), where.c_str(), nullptr, flags, nullptr) != 0)
-        throw_errno("binding " + step.source + " to " + step.target);
+      if (::mount(step.source.c_str(), where.c_str(), nullptr, flags, nullptr) != 0) {
+        // In a user namespace the host's mounts below the source (another user's FUSE
+        // mount under /tmp, say) are locked, and a plain bind, which would uncover what
+        // they hide, fails with EINVAL. Bind the whole tree then, as Apptainer binds.
+        if (errno != EINVAL || (flags & MS_REC) != 0 ||
+            ::mount(step.source.c_str(), where.c_str(), nullptr, flags | MS_REC, nullptr) != 0)
+          throw_errno("binding " + step.source + " to " + step.target);
+        hide_session_copy(root_fd, session, step);
+      }
       // nosuid: a setuid program of the host reached through a bind must not run with its
       // owner's rights (no_new_privs stops that too; this holds even without it).
       // The fd still names the covered directory; the new mount is found by path again.

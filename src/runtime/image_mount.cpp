@@ -21,7 +21,6 @@ namespace capsa::runtime {
 namespace {
 
 constexpr unsigned long kImageMountFlags = MS_RDONLY | MS_NOSUID | MS_NODEV;
-
 void mount_with_loop_device(const SquashfsLocation& image, const std::string& target) {
   UniqueFd backing = open_file(image.file, O_RDONLY);
   LoopDevice loop = attach_read_only_loop(backing.get(), image.file, image.offset, image.size);

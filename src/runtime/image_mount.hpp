@@ -2,8 +2,9 @@
 // Mounting the squashfs partition of a SIF read-only, nosuid and nodev, at its offset in
 // the file, without extracting anything:
 //  * root: the kernel's squashfs driver through a loop device (auto-cleared: it goes
-//    away with the last mount; shared by the containers of one image, loop_device.hpp),
-//    or FUSE as below when the machine has no loop devices;
+//    away with the last mount; shared by the containers of one image region on a node,
+//    one superblock and page cache for all the ranks of a job: loop_device.hpp), or FUSE
+//    as below when the machine has no loop devices;
 //  * anyone else: FUSE. capsa, still holding its namespace capabilities, mounts
 //    /dev/fuse itself and hands the connection to squashfuse_ll as /dev/fd/N (libfuse
 //    >= 3.3): squashfuse needs no privilege and no setuid fusermount. The server dies

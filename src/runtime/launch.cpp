@@ -21,10 +21,12 @@
 #include "runtime/container_root.hpp"
 #include "runtime/environment.hpp"
 #include "runtime/gpu/nvccli.hpp"
+#include "runtime/gpu/ldso_cache.hpp"
 #include "runtime/gpu/nvidia.hpp"
 #include "runtime/identity_files.hpp"
 #include "runtime/image_mount.hpp"
 #include "runtime/mount_plan.hpp"
+#include "runtime/mpi_launcher.hpp"
 #include "runtime/namespaces.hpp"
 #include "runtime/pid_namespace.hpp"
 #include "sif/image.hpp"
@@ -174,6 +176,21 @@ std::string prepare_workdir(const std::string& workdir, bool contain, bool home)
   return dir;
 }
 
+// Under an MPI launcher, the image's MPI must speak the launcher's PMI: warn with a hint
+// when its library cache shows it cannot (runtime/mpi_launcher.hpp), before anything hangs.
+void warn_about_pmi_mismatch(const Launcher& launcher, const std::string& image_root) {
+  if (!launcher.any()) return;
+  std::vector<std::string> sonames;
+  try {
+    for (const auto& entry : gpu::parse_ldso_cache(read_image_file(image_root, "/etc/ld.so.cache")))
+      sonames.push_back(entry.name);
+  } catch (const FormatError&) {
+    return;  // no or no readable cache: nothing to compare
+  }
+  if (auto warning = pmi_mismatch(launcher, image_mpi_from_sonames(sonames)))
+    std::cerr << "WARNING: " << *warning << "\n";
+}
+
 void enter_working_directory(const std::string& wanted, bool explicit_pwd, const std::string& home) {
   if (::chdir(wanted.c_str()) == 0) return;
   if (explicit_pwd) throw_errno("--pwd " + wanted);
@@ -218,6 +235,9 @@ void launch(const ActionRequest& r) {
   mounts.no_mount = parse_no_mount(r.no_mount, &unknown_no_mount);
   for (const auto& name : unknown_no_mount) std::cerr << "WARNING: Ignoring unknown mount type '" << name << "'\n";
   std::vector<MountStep> plan = plan_mounts(mounts);
+  const EnvMap host_environment = current_environment();
+  const Launcher launcher = detect_launcher(host_environment);
+  for (MountStep& step : launcher_mounts(launcher, host_environment)) plan.push_back(std::move(step));
   std::function<void(const std::string&)> before_enter;
   if (r.nvccli) {
     // nvidia-container-cli writes the driver into the root: it needs a writable one.
@@ -232,7 +252,7 @@ void launch(const ActionRequest& r) {
   if (r.debug) std::cerr << "capsa: mount plan\n" << describe(plan);
 
   EnvRequest env_request;
-  env_request.host = current_environment();
+  env_request.host = host_environment;
   env_request.clean = r.cleanenv;
   env_request.env_args = r.env_args;
   env_request.env_files = r.env_files;
@@ -246,6 +266,7 @@ void launch(const ActionRequest& r) {
   if (!r.shell.empty()) env.process["APPTAINER_SHELL"] = env.process["SINGULARITY_SHELL"] = r.shell;
   if (r.nv || r.nvccli) pass_gpu_selection(env_request.host, env);
   for (const auto& warning : env.warnings) std::cerr << "WARNING: " << warning << "\n";
+  if (auto warning = cleanenv_drops_launcher(launcher, r.cleanenv)) std::cerr << "WARNING: " << *warning << "\n";
 
   const std::string session_point = session_mount_point();
   enter_container_namespaces({::getuid(), ::getgid(), r.userns});
@@ -260,6 +281,8 @@ void launch(const ActionRequest& r) {
   } else {
     mount_squashfs(squashfs, image_root, privileged);
   }
+
+  warn_about_pmi_mismatch(launcher, image_root);
 
   CallerAccount account = caller_account(mounts.home_destination);
   std::vector<std::pair<std::string, std::string>> files = {

@@ -2,6 +2,7 @@
 // namespaces, FUSE or loop mounts, overlay and binds. The suite runs as root and as the
 // unprivileged test user, so both mechanisms are exercised.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -10,6 +11,7 @@
 #include "support/process.hpp"
 #include "support/temp_dir.hpp"
 #include "support/test_env.hpp"
+#include "support/unprivileged.hpp"
 
 namespace capsa::runtime {
 namespace {
@@ -134,6 +136,52 @@ TEST(Launch, NothingIsLeftBehind) {
     auto loops = run_process({"losetup", "-j", image});
     EXPECT_EQ(loops.out, "") << "the loop device was released";
   }
+}
+
+TEST(Launch, ContainersOfOneImageShareOneLoopDevice) {
+  // The ranks of a job on one node: the second container mounts the loop device the first
+  // one configured (one superblock, one page cache), and the device still goes away with
+  // the last of them.
+  if (::geteuid() != 0) GTEST_SKIP() << "loop devices are root's (others mount with FUSE)";
+  test::TempDir dir;
+  std::string image = dir / "shared-loop.sif";
+  ASSERT_EQ(run_process({"cp", busybox(), image}).exit_code, 0);
+  std::string marker = dir / "second-is-running";
+  auto result = run_process(
+      {"sh", "-c",
+       "capsa=$0 image=$1 marker=$2\n"
+       "\"$capsa\" exec \"$image\" sleep 4 & first=$!\n"
+       "i=0; until [ \"$(losetup -j \"$image\" | wc -l)\" -ge 1 ] || [ $i -ge 200 ]; do sleep 0.05; i=$((i+1)); done\n"
+       "\"$capsa\" exec \"$image\" sh -c 'touch \"$0\"; sleep 2' \"$marker\" & second=$!\n"
+       "i=0; until [ -e \"$marker\" ] || [ $i -ge 200 ]; do sleep 0.05; i=$((i+1)); done\n"
+       "echo \"devices: $(losetup -j \"$image\" | wc -l)\"\n"
+       "wait $first || exit 10; wait $second || exit 11\n",
+       test::capsa_binary(), image, marker},
+      "", 60);
+  EXPECT_EQ(result.exit_code, 0) << result.out << result.err;
+  EXPECT_EQ(result.out, "devices: 1\n") << result.err;
+  EXPECT_EQ(run_process({"losetup", "-j", image}).out, "") << "released after the last container";
+}
+
+TEST(Launch, UnprivilegedBindsWorkWithHostMountsBelowTheSource) {
+  // A mount on the host below a bound directory (another user's FUSE mount under /tmp) is
+  // locked in the container's user namespace, and a plain bind of the directory fails
+  // there with EINVAL: every rank of a node would fail while such a mount exists. Root
+  // makes the host mount; the container runs as the test user.
+  if (::geteuid() != 0) GTEST_SKIP() << "root makes the host mount (the .root run covers it)";
+  if (!test::test_user()) GTEST_SKIP() << "no unprivileged test user";
+  test::TempDir dir;
+  ASSERT_EQ(::chmod(dir.path().c_str(), 0755), 0);
+  std::string below = dir / "host-mount";
+  ASSERT_EQ(::mkdir(below.c_str(), 0755), 0);
+  ASSERT_EQ(run_process({"mount", "-t", "tmpfs", "-o", "mode=0755", "capsa-test-below", below}).exit_code, 0);
+  ASSERT_EQ(run_process({"sh", "-c", "echo from-the-host-mount > \"$0\"/file", below}).exit_code, 0);
+  auto result = run_process({"setpriv", "--reuid=" + test::test_user()->name, "--regid=" + test::test_user()->name,
+                             "--init-groups", test::capsa_binary(), "exec", "-B", dir.path() + ":/data", busybox(),
+                             "cat", "/data/host-mount/file"});
+  run_process({"umount", below});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.out, "from-the-host-mount\n") << result.err;
 }
 
 TEST(Launch, BadImagesGiveOneClearLine) {
