@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <fstream>
 #include <sstream>
 
@@ -25,13 +26,15 @@ test::ProcessResult capsa(std::vector<std::string> args) {
 
 std::string mount_table() { return test::read_file("/proc/self/mountinfo"); }
 
-// Live FUSE servers serving `image` (zombies have no arguments left to match).
+// Live processes, other than ps, whose command line names `image`: a squashfuse_ll, or
+// capsa's own FUSE server (a forked capsa keeps capsa's command line). Zombies have no
+// arguments left to match.
 int servers_for(const std::string& image) {
   auto result = run_process({"ps", "-o", "args=", "-u", std::to_string(::getuid())});
   std::istringstream lines(result.out);
   int live = 0;
   for (std::string line; std::getline(lines, line);)
-    if (line.find("squashfuse_ll") != std::string::npos && line.find(image) != std::string::npos) ++live;
+    if (line.find(image) != std::string::npos) ++live;
   return live;
 }
 
@@ -133,6 +136,28 @@ TEST(Launch, NothingIsLeftBehind) {
   if (::geteuid() == 0) {
     auto loops = run_process({"losetup", "-j", image});
     EXPECT_EQ(loops.out, "") << "the loop device was released";
+  }
+}
+
+// A container killed outright (no chance to clean up) takes its FUSE server along,
+// whichever server it is; as root, its loop device goes too.
+TEST(Launch, NothingIsLeftWhenTheContainerIsKilled) {
+  for (const char* server : {"builtin", "squashfuse"}) {
+    test::TempDir dir;
+    std::string image = dir / "killed.sif";
+    ASSERT_EQ(run_process({"cp", busybox(), image}).exit_code, 0);
+    std::string before = mount_table();
+    auto result = run_process({"env", std::string("CAPSA_FUSE=") + server, test::capsa_binary(), "exec", image, "sh",
+                               "-c", "kill -9 $$"},
+                              "", 60);
+    EXPECT_EQ(result.signal, SIGKILL) << server << ": " << result.err;
+    EXPECT_EQ(mount_table(), before) << server;
+    for (int i = 0; i < 50 && servers_for(image) > 0; ++i) ::usleep(100000);
+    EXPECT_EQ(servers_for(image), 0) << server << ": the FUSE server died with the container";
+    if (::geteuid() == 0) {
+      auto loops = run_process({"losetup", "-j", image});
+      EXPECT_EQ(loops.out, "") << "the loop device was released";
+    }
   }
 }
 
