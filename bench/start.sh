@@ -43,12 +43,14 @@ as_user() {
 # The same bytes for everyone: the SIF for capsa, its squashfs partition for ch-run,
 # that partition unpacked for crun.
 cp "$image" "$work/image.sif"
-id=$("$capsa" sif list "$work/image.sif" | awk '/Squashfs/ && /Primary|PrimSys|System/ { print $1; exit }')
+id=$("$capsa" sif list "$work/image.sif" | awk -F"|" "/Squashfs/ { gsub(/ /, \"\", \$1); print \$1; exit }")
 "$capsa" sif dump "${id:-1}" "$work/image.sif" > "$work/image.sqfs"
+mkdir -p "$work/bundle"
 unsquashfs -q -n -d "$work/bundle/rootfs" "$work/image.sqfs" >/dev/null 2>&1 || true
 [ -e "$work/bundle/rootfs/bin/true" ] || [ -L "$work/bundle/rootfs/bin/true" ] ||
   { echo "bench/start.sh: the image has no /bin/true" >&2; exit 1; }
 chmod -R a+rX "$work"
+mkdir "$work/user" && chown "$user" "$work/user"  # what the user's runs write
 cd "$work"
 
 have_crun=0
@@ -80,7 +82,7 @@ fi
 hyperfine -N --warmup 5 --runs "$runs" --export-json root.json --style none \
   -n "native /bin/true (root)" /bin/true \
   -n "capsa (root)" "$capsa exec image.sif /bin/true" > /dev/null
-as_user sh -c "hyperfine -N --warmup 5 --runs $runs --export-json $work/user.json --style none \
+as_user sh -c "hyperfine -N --warmup 5 --runs $runs --export-json $work/user/user.json --style none \
   -n 'native /bin/true (user)' /bin/true \
   -n 'capsa (user, builtin)' 'env CAPSA_FUSE=builtin $capsa exec image.sif /bin/true' \
   -n 'capsa (user, squashfuse)' 'env CAPSA_FUSE=squashfuse $capsa exec image.sif /bin/true' \
@@ -92,7 +94,7 @@ if [ $have_crun -eq 1 ]; then
     hyperfine -N --warmup 5 --runs $runs --export-json $work/crun-root.json --style none \
       -n 'crun (root)' 'crun --root $work/crun-root run --bundle $work/bundle bench-root' > /dev/null
     setpriv --reuid=$user --regid=$user --init-groups --inh-caps=-all env HOME=$home USER=$user \
-      hyperfine -N --warmup 5 --runs $runs --export-json $work/crun-user.json --style none \
+      hyperfine -N --warmup 5 --runs $runs --export-json $work/user/crun-user.json --style none \
       -n 'crun (user, rootless)' 'crun --root $work/crun-user run --bundle $work/bundle-user bench-user' > /dev/null
   " || echo "crun failed; left out" >&2
 fi
@@ -126,7 +128,7 @@ echo "$(nproc) CPUs, $runs runs each (after 5 warm-up runs), image $(basename "$
 import json, os, sys
 work = sys.argv[1]
 rows = []
-for name in ("root.json", "user.json", "crun-root.json", "crun-user.json"):
+for name in ("root.json", "user/user.json", "crun-root.json", "user/crun-user.json"):
     path = os.path.join(work, name)
     if os.path.exists(path):
         rows += json.load(open(path))["results"]
