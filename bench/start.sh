@@ -6,6 +6,10 @@
 # command without a shell; the table shows mean, p50 and p99 in ms and the difference of
 # the mean to the native /bin/true of the same user. Then BURST containers started at
 # once (the wall time until all have finished; median of RUNS).
+# CPU ms is user + system time of the command and the children it waits for (hyperfine's
+# figures): it leaves out capsa's FUSE server (a child nobody waits for; ch-run's
+# squashfuse runs inside ch-run and is counted), and it is the figure to compare on a
+# busy machine, where wall times mostly measure the scheduler.
 # Targets: capsa as root within 10 ms of native; capsa unprivileged no slower than ch-run.
 # Needs root, hyperfine, the unprivileged test user; ch-run and crun are optional.
 #   bench/start.sh [IMAGE.sif] [RUNS] [BURST]     defaults: busybox fixture, 30, 64
@@ -81,22 +85,23 @@ fi
 # hyperfine as root, then as the test user; each exports JSON.
 hyperfine -N --warmup 5 --runs "$runs" --export-json root.json --style none \
   -n "native /bin/true (root)" /bin/true \
-  -n "capsa (root)" "$capsa exec image.sif /bin/true" > /dev/null
+  -n "capsa (root)" "$capsa exec image.sif /bin/true" > /dev/null 2> hyperfine-root.log ||
+  { cat hyperfine-root.log >&2; exit 1; }
 as_user sh -c "hyperfine -N --warmup 5 --runs $runs --export-json $work/user/user.json --style none \
   -n 'native /bin/true (user)' /bin/true \
   -n 'capsa (user, builtin)' 'env CAPSA_FUSE=builtin $capsa exec image.sif /bin/true' \
   -n 'capsa (user, squashfuse)' 'env CAPSA_FUSE=squashfuse $capsa exec image.sif /bin/true' \
   $(command -v ch-run >/dev/null && echo "-n 'ch-run (user, squashfuse)' 'ch-run $work/image.sqfs -- /bin/true'") \
-  > /dev/null"
+  > /dev/null 2> $work/user/hyperfine.log" || { cat "$work/user/hyperfine.log" >&2; exit 1; }
 if [ $have_crun -eq 1 ]; then
   unshare -m --propagation private sh -c "
     umount /sys/fs/cgroup/unified 2>/dev/null || true
     hyperfine -N --warmup 5 --runs $runs --export-json $work/crun-root.json --style none \
-      -n 'crun (root)' 'crun --root $work/crun-root run --bundle $work/bundle bench-root' > /dev/null
+      -n 'crun (root)' 'crun --root $work/crun-root run --bundle $work/bundle bench-root' > /dev/null 2> $work/crun.log
     setpriv --reuid=$user --regid=$user --init-groups --inh-caps=-all env HOME=$home USER=$user \
       hyperfine -N --warmup 5 --runs $runs --export-json $work/user/crun-user.json --style none \
-      -n 'crun (user, rootless)' 'crun --root $work/crun-user run --bundle $work/bundle-user bench-user' > /dev/null
-  " || echo "crun failed; left out" >&2
+      -n 'crun (user, rootless)' 'crun --root $work/crun-user run --bundle $work/bundle-user bench-user' > /dev/null 2> $work/user/crun.log
+  " || { cat "$work/crun.log" "$work/user/crun.log" >&2; echo "crun failed; left out" >&2; }
 fi
 
 # BURST containers at once, as root and as the user: wall ms until the last has finished,
@@ -139,12 +144,13 @@ native = {}
 for r in rows:
     if r["command"].startswith("native"):
         native["root" if "(root)" in r["command"] else "user"] = r["mean"]
-print("%-28s %9s %9s %9s %12s" % ("command", "mean ms", "p50 ms", "p99 ms", "- native ms"))
+print("%-28s %9s %9s %9s %12s %8s" % ("command", "mean ms", "p50 ms", "p99 ms", "- native ms", "CPU ms"))
 for r in rows:
     who = "root" if "(root)" in r["command"] else "user"
     t = r["times"]
-    print("%-28s %9.2f %9.2f %9.2f %12.2f" % (r["command"], r["mean"] * 1e3, pct(t, 50) * 1e3, pct(t, 99) * 1e3,
-                                            (r["mean"] - native.get(who, 0)) * 1e3))
+    print("%-28s %9.2f %9.2f %9.2f %12.2f %8.2f" % (r["command"], r["mean"] * 1e3, pct(t, 50) * 1e3, pct(t, 99) * 1e3,
+                                                  (r["mean"] - native.get(who, 0)) * 1e3,
+                                                  (r["user"] + r["system"]) * 1e3))
 by = {r["command"]: r["mean"] for r in rows}
 cu, ch = by.get("capsa (user, builtin)"), by.get("ch-run (user, squashfuse)")
 if cu and ch:

@@ -16,6 +16,7 @@
 #include <sqfs/super.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/uio.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -164,6 +165,13 @@ struct Entry {
 using Listing = std::vector<Entry>;  // sorted by name, as squashfs stores directories
 using ListingRef = std::shared_ptr<const Listing>;
 using Block = std::shared_ptr<const std::vector<std::uint8_t>>;
+// Part of a read: bytes inside a decompressed block, which the reference keeps alive
+// until the reply has been written (replies go out straight from the cache, no copy).
+struct Piece {
+  Block block;
+  const std::uint8_t* data;
+  std::size_t length;
+};
 
 // The decompressed-block cache: least recently used blocks go first once the byte
 // budget is spent. Keyed by the block's position in the image, which is unique for
@@ -308,7 +316,7 @@ struct FuseImage::Impl {
   fuse_ino_t ino_of(std::uint64_t ref) const { return ref == root_ref ? FUSE_ROOT_ID : ref + kInodeRefBias; }
   ListingRef listing(std::uint64_t ref, const Node& dir);
   Block block(std::uint64_t position, std::uint32_t size_word, std::size_t expected);
-  std::size_t read(const Node& file, std::uint64_t offset, std::size_t size, char* out);
+  std::vector<Piece> read(const Node& file, std::uint64_t offset, std::size_t size);
   fuse_entry_param entry_of(std::uint64_t ref);
 };
 
@@ -462,8 +470,9 @@ Block FuseImage::Impl::block(std::uint64_t position, std::uint32_t size_word, st
   return result;
 }
 
-std::size_t FuseImage::Impl::read(const Node& f, std::uint64_t offset, std::size_t size, char* out) {
-  if (offset >= f.size) return 0;
+std::vector<Piece> FuseImage::Impl::read(const Node& f, std::uint64_t offset, std::size_t size) {
+  std::vector<Piece> pieces;
+  if (offset >= f.size) return pieces;
   size = static_cast<std::size_t>(std::min<std::uint64_t>(size, f.size - offset));
   const std::uint64_t block_size = super.block_size;
   std::size_t done = 0;
@@ -487,10 +496,11 @@ std::size_t FuseImage::Impl::read(const Node& f, std::uint64_t offset, std::size
       if (base > data->size() || length > data->size() - base) throw RequestError{EIO};
     }
     std::size_t n = std::min(size - done, length - within);
-    std::memcpy(out + done, data->data() + base + within, n);
+    const std::uint8_t* start = data->data() + base + within;
+    pieces.push_back({std::move(data), start, n});
     done += n;
   }
-  return done;
+  return pieces;
 }
 
 fuse_entry_param FuseImage::Impl::entry_of(std::uint64_t ref) {
@@ -638,10 +648,11 @@ void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset, fuse_fil
   answer(req, [&](FuseImage::Impl& image) {
     NodeRef n = image.node_of(ino);
     if (!is_file(*n->inode)) throw RequestError{EINVAL};
-    thread_local std::vector<char> buffer;
-    buffer.resize(size);
-    std::size_t got = image.read(*n, static_cast<std::uint64_t>(std::max<off_t>(offset, 0)), size, buffer.data());
-    fuse_reply_buf(req, buffer.data(), got);
+    std::vector<Piece> pieces = image.read(*n, static_cast<std::uint64_t>(std::max<off_t>(offset, 0)), size);
+    std::vector<iovec> parts;
+    parts.reserve(pieces.size());
+    for (const Piece& p : pieces) parts.push_back({const_cast<std::uint8_t*>(p.data), p.length});
+    fuse_reply_iov(req, parts.data(), static_cast<int>(parts.size()));
   });
 }
 
