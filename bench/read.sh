@@ -11,7 +11,7 @@
 #   cold   `echo 3 > /proc/sys/vm/drop_caches` before the run: disk + decompression + FS
 #   warm   caches dropped, then the SIF read once on the host: decompression + FS, no disk
 # Prints MB/s, files/s and the time ratio to the kernel (1.00 = as fast; the target for
-# the unprivileged default is <= 1.5), the median of RUNS runs. File contents are
+# the unprivileged default is <= 1.5), the median of RUNS runs (the drivers take turns). File contents are
 # base64 text, which zstd compresses to about 3/4 (real images: 1/2 to 1/3).
 # Needs root (drop_caches, loop devices) and the unprivileged test user.
 #   bench/read.sh [FILES] [LARGE_MB] [THREADS] [RUNS]       defaults: 2000 64 8 1 (smoke)
@@ -85,21 +85,33 @@ run_once() {  # DRIVER CACHE ARGS...
   esac
 }
 
-median() {  # ARGS... -> median of runs of "BYTES FILES SECONDS"
+# The drivers take turns, run by run, so that whatever else the machine does spreads
+# over all of them alike.
+measure_all() {  # CACHE
+  cache=$1
+  for driver in $drivers; do : > "$work/small-$driver"; : > "$work/large-$driver"; done
   i=0
-  : > "$work/runs"
-  while [ $i -lt "$runs" ]; do run_once "$@" >> "$work/runs"; i=$((i + 1)); done
-  sort -n -k3 "$work/runs" | sed -n "$(((runs + 1) / 2))p"
+  while [ $i -lt "$runs" ]; do
+    for driver in $drivers; do
+      run_once "$driver" "$cache" tree /data/small "$threads" >> "$work/small-$driver"
+      run_once "$driver" "$cache" file /data/large >> "$work/large-$driver"
+    done
+    i=$((i + 1))
+  done
+}
+median() {  # FILE of "BYTES FILES SECONDS" lines -> the median line by time
+  sort -n -k3 "$1" | sed -n "$(((runs + 1) / 2))p"
 }
 
 printf '%-11s %-5s %10s %10s %8s   %10s %8s\n' driver cache "small MB/s" "files/s" "x kernel" "large MB/s" "x kernel"
 for cache in cold warm; do
+  measure_all "$cache"
   for driver in $drivers; do
     read -r sbytes sfiles ssec <<EOF
-$(median "$driver" "$cache" tree /data/small "$threads")
+$(median "$work/small-$driver")
 EOF
     read -r lbytes _ lsec <<EOF
-$(median "$driver" "$cache" file /data/large)
+$(median "$work/large-$driver")
 EOF
     if [ "$driver" = kernel ]; then ksec=$ssec klsec=$lsec; fi
     awk -v d="$driver" -v c="$cache" -v sb="$sbytes" -v sf="$sfiles" -v ss="$ssec" -v lb="$lbytes" -v ls="$lsec" \

@@ -52,8 +52,10 @@ using InodePtr = std::unique_ptr<sqfs_inode_generic_t, FreeBuffer>;
 constexpr double kCacheTimeout = 365.0 * 24 * 3600;
 // Decompressed blocks kept for all threads. File data also lands in the page cache
 // (keep_cache), so this only has to hold the blocks being read right now and the
-// fragment blocks that many small files share: 32 MiB is 256 default-sized blocks.
-constexpr std::size_t kBlockCacheBytes = 32u << 20;
+// fragment blocks that many small files share: 64 blocks (8 MiB of the default 128 KiB
+// blocks, 64 MiB at most). Every unprivileged container has its own server, and a node
+// may run one per core: the cache is per container, so it stays small.
+constexpr std::size_t kCachedBlocks = 64;
 // Decoded inodes and directory listings kept; beyond these the tables start over
 // (cheap to rebuild, and a bound is what matters for an image with millions of files).
 constexpr std::size_t kMaxCachedInodes = 1u << 18;
@@ -178,7 +180,7 @@ struct Piece {
 // data blocks and fragment blocks alike.
 class BlockCache {
  public:
-  explicit BlockCache(std::size_t budget) : budget_(budget) {}
+  void set_budget(std::size_t budget) { budget_ = budget; }
   Block find(std::uint64_t key) {
     std::lock_guard lock(mutex_);
     auto it = index_.find(key);
@@ -201,7 +203,7 @@ class BlockCache {
 
  private:
   std::mutex mutex_;
-  std::size_t budget_;
+  std::size_t budget_ = 0;
   std::size_t used_ = 0;
   std::list<std::pair<std::uint64_t, Block>> order_;
   std::unordered_map<std::uint64_t, std::list<std::pair<std::uint64_t, Block>>::iterator> index_;
@@ -248,7 +250,7 @@ struct FuseImage::Impl {
 
   RefTable<NodeRef> nodes{kMaxCachedInodes};
   RefTable<ListingRef> listings{kMaxCachedDirectoryEntries};
-  BlockCache blocks{kBlockCacheBytes};
+  BlockCache blocks;
 
   // The parts of libsquashfs that keep state between calls (a compressor's stream, a
   // meta data reader's current block) cannot be shared between threads: each request
@@ -341,6 +343,7 @@ void FuseImage::Impl::open() {
         sqfs_frag_table_read(fragments.get(), &file.base, &super, compressor.get()) < 0)
       throw FormatError(label + ": corrupt squashfs fragment table");
   }
+  blocks.set_budget(kCachedBlocks * super.block_size);
   root_ref = super.root_inode_ref;
   try {
     if (!is_dir(*node(root_ref)->inode)) throw FormatError(label + ": squashfs root inode is not a directory");

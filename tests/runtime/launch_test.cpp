@@ -161,6 +161,21 @@ TEST(Launch, NothingIsLeftWhenTheContainerIsKilled) {
   }
 }
 
+// SIGTERM/SIGINT reach the container's whole process group (Ctrl-C, a batch system's
+// scancel): the container decides whether to end, and its files must stay readable
+// meanwhile. Here the container signals the FUSE server itself (its child, as the
+// server is forked before capsa execs the command), then reads a file not yet read.
+// squashfuse_ll would exit (libfuse's handlers) and the read fail with ENOTCONN.
+TEST(Launch, TheFuseServerOutlivesTerminationSignals) {
+  if (::access(("/proc/self/task/" + std::to_string(::getpid()) + "/children").c_str(), R_OK) != 0)
+    GTEST_SKIP() << "the kernel has no /proc/PID/task/TID/children";
+  auto result = capsa({"exec", busybox(), "sh", "-c",
+                       "for k in $(cat /proc/$$/task/$$/children); do kill -TERM $k; kill -INT $k; kill -HUP $k; "
+                       "done 2>/dev/null; sleep 1; wc -c < /.singularity.d/labels.json"});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.out, "347\n") << result.err;
+}
+
 TEST(Launch, BadImagesGiveOneClearLine) {
   test::TempDir dir;
   std::string junk = dir.write("junk.sif", std::string(4096, 'x'));
