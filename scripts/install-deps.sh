@@ -16,7 +16,9 @@ packages="
   docker-registry skopeo umoci debootstrap openssl curl zstd
   python3-jwt python3-cryptography python3-bcrypt python3-zstandard
   python3 tar gzip bc time charliecloud-builders charliecloud-runtime
+  crun
 "
+# crun: bench/start.sh compares start-up with it (optional there)
 
 missing=""
 for p in $packages; do
