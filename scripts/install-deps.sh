@@ -16,6 +16,7 @@ packages="
   docker-registry skopeo umoci debootstrap openssl curl zstd
   python3-jwt python3-cryptography python3-bcrypt python3-zstandard
   python3 tar gzip bc time charliecloud-builders charliecloud-runtime
+  crun
 "
 packages="$packages openmpi-bin libopenmpi-dev"          # MPI: host mpirun, mpicc for mpi_app (tests/mpi, bench/mpi.sh)
 packages="$packages munge slurmctld slurmd slurm-client iproute2" # the private test Slurm cluster (tests/slurm; ss checks its ports)

@@ -10,7 +10,6 @@
 #include "cli/env_flags.hpp"
 #include "image/metadata.hpp"
 #include "runtime/bind_spec.hpp"
-#include "pull/pull.hpp"
 #include "runtime/launch.hpp"
 #include "sif/image.hpp"
 #include "util/error.hpp"
@@ -49,16 +48,7 @@ runtime::ActionRequest request_from(const std::string& action, const ActionFlags
   r.image = rest[0];
   r.args.assign(rest.begin() + 1, rest.end());
   if (action == "exec" && r.args.empty()) throw Error("exec needs a command to run in " + r.image);
-  if (r.image.rfind("docker://", 0) == 0) {
-    // Pulled (or found) in the cache first, as Apptainer does; the cached SIF is run.
-    pull::PullOptions pull_options;
-    pull_options.reference = r.image;
-    pull_options.nohttps = env_flag("NOHTTPS");
-    r.image = pull::cached_sif_in_subprocess(pull_options, Progress::detect_mode(f.quiet, 2));
-    // The container holds the entry in use (a descriptor it inherits), so that a
-    // `cache clean` meanwhile keeps the image it runs from.
-    cache::hold_across_exec(r.image);
-  }
+  if (r.image.rfind("docker://", 0) == 0) r.image = image_for_docker_reference(r.image, f.quiet);
   // -B wins in order after the environment's binds, as Apptainer merges them.
   r.binds = runtime::binds_from_environment(std::map<std::string, std::string>{
       {"APPTAINER_BIND", env_value("BIND").value_or("")}, {"APPTAINER_BINDPATH", env_value("BINDPATH").value_or("")}});

@@ -8,8 +8,13 @@ void add_sif_command(CLI::App& app);
 void add_inspect_command(CLI::App& app);
 void add_version_command(CLI::App& app);
 void add_cache_command(CLI::App& app);
-void add_action_commands(CLI::App& app);
-void add_pull_command(CLI::App& app);  // exec, run, shell, test, run-help
+void add_action_commands(CLI::App& app);  // exec, run, shell, test, run-help
+void add_pull_command(CLI::App& app);
+
+// The SIF to run for `exec docker://REF` and the like: docker_image.cpp pulls it into
+// the cache (capsa-full); docker_image_forward.cpp hands the whole command to capsa-full
+// (the lean runner, which has no registry code).
+std::string image_for_docker_reference(const std::string& reference, bool quiet);
 
 // Current time in Unix seconds, or SOURCE_DATE_EPOCH when set (reproducible images).
 std::int64_t now_for_images();

@@ -1,5 +1,6 @@
-// capsa: the command line. Parses flags, calls the engine, and turns any error into
-// one line on stderr and a non-zero exit code.
+// capsa-full: the whole command line. Parses flags, calls the engine, and turns any error
+// into one line on stderr and a non-zero exit code. `capsa` itself is the lean runner
+// (main_runner.cpp), which hands every command other than running a local image here.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -8,6 +9,7 @@
 #include "capsa/version.hpp"
 #include "cli/commands.hpp"
 #include "cli/invocation.hpp"
+#include "cli/run_app.hpp"
 #include "util/error.hpp"
 
 namespace {
@@ -66,23 +68,5 @@ int main(int argc, char** argv) {
   add_help_command(app);
 
   if (reject_unimplemented(inv)) return 1;
-  std::vector<std::string> reversed(inv.args.rbegin(), inv.args.rend());
-  try {
-    app.parse(reversed);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  } catch (const capsa::StatusError& e) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "%s: error: %s\n", inv.program_name.c_str(), e.what());
-    return e.status();
-  } catch (const capsa::Error& e) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "%s: error: %s\n", inv.program_name.c_str(), e.what());
-    return 1;
-  } catch (const std::exception& e) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "%s: internal error: %s\n", inv.program_name.c_str(), e.what());
-    return 1;
-  }
-  return 0;
+  return capsa::cli::run_app(app, inv);
 }

@@ -9,11 +9,14 @@
 
 #include <array>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "runtime/loop_device.hpp"
+#include "squashfs/fuse_server.hpp"
 #include "util/error.hpp"
 #include "util/fd.hpp"
 
@@ -21,6 +24,7 @@ namespace capsa::runtime {
 namespace {
 
 constexpr unsigned long kImageMountFlags = MS_RDONLY | MS_NOSUID | MS_NODEV;
+
 void mount_with_loop_device(const SquashfsLocation& image, const std::string& target) {
   UniqueFd backing = open_file(image.file, O_RDONLY);
   LoopDevice loop = attach_read_only_loop(backing.get(), image.file, image.offset, image.size);
@@ -43,12 +47,9 @@ bool on_path(const std::string& program) {
   return false;
 }
 
-void mount_with_squashfuse(const SquashfsLocation& image, const std::string& target) {
-  // Checked first: a server that cannot start would only show as a dead mount.
-  if (!on_path("squashfuse_ll"))
-    throw Error("squashfuse_ll was not found on PATH (unprivileged containers mount their image with it: "
-                "install the squashfuse package, or run as root)");
-  UniqueFd fuse(::open("/dev/fuse", O_RDWR));  // inherited by squashfuse: no O_CLOEXEC
+// Mounts FUSE at `target` and returns the connection, to be served by a child.
+UniqueFd mount_fuse(const std::string& target, const char* source) {
+  UniqueFd fuse(::open("/dev/fuse", O_RDWR | O_CLOEXEC));
   if (!fuse) {
     int err = errno;
     throw SystemError("cannot open /dev/fuse: " + std::string(std::strerror(err)) +
@@ -58,12 +59,22 @@ void mount_with_squashfuse(const SquashfsLocation& image, const std::string& tar
   }
   std::string options = "fd=" + std::to_string(fuse.get()) + ",rootmode=40000,user_id=" +
                         std::to_string(::getuid()) + ",group_id=" + std::to_string(::getgid());
-  if (::mount("squashfuse", target.c_str(), "fuse.squashfuse", kImageMountFlags, options.c_str()) != 0)
+  std::string type = std::string("fuse.") + source;
+  if (::mount(source, target.c_str(), type.c_str(), kImageMountFlags, options.c_str()) != 0)
     throw_errno("mounting FUSE at " + target);
+  return fuse;
+}
 
+// Forks the process that serves `fuse`; `serve` runs in the child and returns its exit
+// status. The parent closes its copy of the connection, so that only the server holds
+// it: if the server dies, the kernel aborts the mount and accesses fail with ENOTCONN
+// instead of waiting forever.
+template <typename Serve>
+void start_server(UniqueFd fuse, const SquashfsLocation& image, const std::string& target, const char* name,
+                  Serve&& serve) {
   pid_t parent = ::getpid();
   pid_t pid = ::fork();
-  if (pid < 0) throw_errno("starting squashfuse_ll");
+  if (pid < 0) throw_errno(std::string("starting the FUSE server (") + name + ")");
   if (pid == 0) {
     // The server must not outlive the container it serves.
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -73,8 +84,34 @@ void mount_with_squashfuse(const SquashfsLocation& image, const std::string& tar
       ::dup2(null_fd, STDIN_FILENO);
       ::dup2(null_fd, STDOUT_FILENO);
     }
+    // Nothing may unwind into the caller's code: this child must never become a container.
+    int status = 1;
+    try {
+      status = serve(fuse.get());
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "capsa: FUSE server (%s) failed: %s\n", name, e.what());
+    } catch (...) {
+    }
+    ::_exit(status);
+  }
+  fuse.reset();
+  struct stat st {};
+  if (::stat(target.c_str(), &st) != 0) {
+    int err = errno;
+    throw SystemError("the FUSE server for " + image.file + " did not start (" + name + ")", err);
+  }
+}
+
+void mount_with_squashfuse(const SquashfsLocation& image, const std::string& target) {
+  // Checked first: a server that cannot start would only show as a dead mount.
+  if (!on_path("squashfuse_ll"))
+    throw Error("squashfuse_ll was not found on PATH (CAPSA_FUSE=squashfuse mounts images with it: "
+                "install the squashfuse package, or unset CAPSA_FUSE for capsa's own server)");
+  UniqueFd fuse = mount_fuse(target, "squashfuse");
+  start_server(std::move(fuse), image, target, "squashfuse_ll", [&](int fd) {
+    ::fcntl(fd, F_SETFD, 0);  // squashfuse_ll inherits the connection
     std::string offset = "offset=" + std::to_string(image.offset);
-    std::string mountpoint = "/dev/fd/" + std::to_string(fuse.get());
+    std::string mountpoint = "/dev/fd/" + std::to_string(fd);
     // A clean environment: the server needs nothing from the caller's, which may hold
     // registry passwords (APPTAINER_DOCKER_PASSWORD) that no helper process should carry.
     const char* path = std::getenv("PATH");
@@ -83,20 +120,35 @@ void mount_with_squashfuse(const SquashfsLocation& image, const std::string& tar
     std::array<const char*, 7> argv = {"squashfuse_ll", "-f", "-o", offset.c_str(), image.file.c_str(),
                                        mountpoint.c_str(), nullptr};
     ::execvpe(argv[0], const_cast<char* const*>(argv.data()), clean_environment);
-    std::fprintf(stderr, "capsa: cannot run squashfuse_ll: %s (install the squashfuse package)\n", std::strerror(errno));
-    ::_exit(127);
-  }
-  // Only the server holds the connection now: if it dies, the kernel aborts the mount
-  // and accesses fail with ENOTCONN instead of waiting forever.
-  fuse.reset();
-  struct stat st {};
-  if (::stat(target.c_str(), &st) != 0) {
-    int err = errno;
-    throw SystemError("the FUSE server for " + image.file + " did not start (squashfuse_ll)", err);
-  }
+    std::fprintf(stderr, "capsa: cannot run squashfuse_ll: %s (install the squashfuse package, or unset CAPSA_FUSE)\n",
+                 std::strerror(errno));
+    return 127;
+  });
+}
+
+void mount_with_builtin_server(const SquashfsLocation& image, const std::string& target) {
+  // Opened and checked before anything is mounted, so a broken image is reported here.
+  auto server = std::make_shared<squashfs::FuseImage>(image.file, image.offset, image.size);
+  UniqueFd fuse = mount_fuse(target, "capsa");
+  start_server(std::move(fuse), image, target, "capsa", [&](int fd) { return server->serve(fd); });
 }
 
 }  // namespace
+
+MountDriver unprivileged_driver() {
+  const char* wanted = std::getenv("CAPSA_FUSE");
+  if (wanted == nullptr || *wanted == '\0' || std::strcmp(wanted, "builtin") == 0) return MountDriver::Builtin;
+  if (std::strcmp(wanted, "squashfuse") == 0) return MountDriver::Squashfuse;
+  throw Error(std::string("CAPSA_FUSE=") + wanted + ": unknown FUSE server (use builtin or squashfuse)");
+}
+
+void mount_squashfs_with(MountDriver driver, const SquashfsLocation& image, const std::string& target) {
+  switch (driver) {
+    case MountDriver::KernelLoop: mount_with_loop_device(image, target); return;
+    case MountDriver::Builtin: mount_with_builtin_server(image, target); return;
+    case MountDriver::Squashfuse: mount_with_squashfuse(image, target); return;
+  }
+}
 
 MountDriver mount_squashfs(const SquashfsLocation& image, const std::string& target, bool privileged) {
   if (privileged) {
@@ -105,15 +157,20 @@ MountDriver mount_squashfs(const SquashfsLocation& image, const std::string& tar
       return MountDriver::KernelLoop;
     } catch (const NoLoopDevices& no_loop) {
       // Root without loop devices (a container, no loop module) can still use FUSE, as
-      // Apptainer falls back to squashfuse; only when that is missing too is it an error.
-      if (!on_path("squashfuse_ll"))
+      // Apptainer falls back to squashfuse; only when that fails too is it an error.
+      MountDriver driver = unprivileged_driver();
+      try {
+        mount_squashfs_with(driver, image, target);
+        return driver;
+      } catch (const Error& fuse) {
         throw Error(std::string("no way to mount the image: no loop device (") + no_loop.what() +
-                    ") and squashfuse_ll was not found on PATH (load the loop module, or install the squashfuse "
-                    "package)");
+                    "), and FUSE failed too: " + fuse.what());
+      }
     }
   }
-  mount_with_squashfuse(image, target);
-  return MountDriver::Fuse;
+  MountDriver driver = unprivileged_driver();
+  mount_squashfs_with(driver, image, target);
+  return driver;
 }
 
 }  // namespace capsa::runtime

@@ -6,10 +6,11 @@
 //    one superblock and page cache for all the ranks of a job: loop_device.hpp), or FUSE
 //    as below when the machine has no loop devices;
 //  * anyone else: FUSE. capsa, still holding its namespace capabilities, mounts
-//    /dev/fuse itself and hands the connection to squashfuse_ll as /dev/fd/N (libfuse
-//    >= 3.3): squashfuse needs no privilege and no setuid fusermount. The server dies
-//    with the container (parent-death signal), and if it dies first the connection
-//    aborts, so nothing ever hangs on a dead server.
+//    /dev/fuse itself and serves the connection from a forked child: no privilege and
+//    no setuid fusermount. The server is capsa's own (squashfs/fuse_server.hpp) unless
+//    CAPSA_FUSE=squashfuse picks squashfuse_ll, which gets the connection as /dev/fd/N
+//    (libfuse >= 3.3). The server dies with the container (parent-death signal), and if
+//    it dies first the connection aborts, so nothing ever hangs on a dead server.
 #include <cstdint>
 #include <string>
 
@@ -21,10 +22,22 @@ struct SquashfsLocation {
   std::uint64_t size = 0;
 };
 
-enum class MountDriver { KernelLoop, Fuse };
+enum class MountDriver {
+  KernelLoop,  // loop device + the kernel's squashfs (root only)
+  Builtin,     // FUSE served by capsa's own multi-threaded server
+  Squashfuse,  // FUSE served by squashfuse_ll
+};
+
+// The FUSE server for unprivileged mounts: $CAPSA_FUSE, "builtin" (the default) or
+// "squashfuse". Throws Error for any other value.
+MountDriver unprivileged_driver();
 
 // Mounts the image at `target` (an existing directory), choosing the driver from the
 // caller's privileges. Throws SystemError/Error with what to do when neither works.
 MountDriver mount_squashfs(const SquashfsLocation& image, const std::string& target, bool privileged);
+
+// Mounts with the given driver (tests and benchmarks compare them). A FUSE driver needs
+// CAP_SYS_ADMIN in the current mount namespace's user namespace.
+void mount_squashfs_with(MountDriver driver, const SquashfsLocation& image, const std::string& target);
 
 }  // namespace capsa::runtime

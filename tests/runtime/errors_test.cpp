@@ -148,10 +148,10 @@ void as_unprivileged(const std::function<bool()>& body) {
 TEST_F(Errors, SquashfuseMissingFromPath) {
   as_unprivileged([&] {
     std::string before = testing::mount_table();
-    auto r = capsa({"exec", image, "true"}, {"PATH=/nonexistent"});
+    auto r = capsa({"exec", image, "true"}, {"PATH=/nonexistent", "CAPSA_FUSE=squashfuse"});
     bool ok = r.exit_code == 1 &&
-              r.err == "capsa: error: squashfuse_ll was not found on PATH (unprivileged containers mount their image "
-                       "with it: install the squashfuse package, or run as root)\n" &&
+              r.err == "capsa: error: squashfuse_ll was not found on PATH (CAPSA_FUSE=squashfuse mounts images with "
+                       "it: install the squashfuse package, or unset CAPSA_FUSE for capsa's own server)\n" &&
               testing::mount_table() == before;
     if (!ok) std::fprintf(stderr, "exit %d: %s\n", r.exit_code, r.err.c_str());
     return ok;
@@ -178,10 +178,11 @@ TEST_F(Errors, DevFuseUnusable) {
 }
 
 // Root on a machine without loop devices: /dev/loop-control answers no loop ioctl (it is
-// /dev/null in a private mount namespace).
+// /dev/null in a private mount namespace). squashfuse_ll serves the image here, so that
+// ps can tell the fallback happened and PATH can take it away.
 test::ProcessResult capsa_without_loop_devices(const std::string& path, const std::vector<std::string>& args) {
   std::vector<std::string> argv = {"unshare", "-m", "sh", "-c",
-                                   "mount --bind /dev/null /dev/loop-control && PATH=\"$0\" exec \"$@\"", path,
+                                   "mount --bind /dev/null /dev/loop-control && PATH=\"$0\" CAPSA_FUSE=squashfuse exec \"$@\"", path,
                                    test::capsa_binary()};
   argv.insert(argv.end(), args.begin(), args.end());
   return test::run_process(argv, "", 60);
@@ -204,8 +205,9 @@ TEST_F(Errors, NeitherLoopDevicesNorFuse) {
   auto r = capsa_without_loop_devices("/nonexistent", {"exec", image, "true"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.err, "capsa: error: no way to mount the image: no loop device (asking /dev/loop-control for a free loop "
-                   "device: Inappropriate ioctl for device) and squashfuse_ll was not found on PATH (load the loop "
-                   "module, or install the squashfuse package)\n");
+                   "device: Inappropriate ioctl for device), and FUSE failed too: squashfuse_ll was not found on "
+                   "PATH (CAPSA_FUSE=squashfuse mounts images with it: install the squashfuse package, or unset "
+                   "CAPSA_FUSE for capsa's own server)\n");
   expect_nothing_left(before, image);
 }
 

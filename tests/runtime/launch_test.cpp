@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <fstream>
 #include <sstream>
 
@@ -27,13 +28,15 @@ test::ProcessResult capsa(std::vector<std::string> args) {
 
 std::string mount_table() { return test::read_file("/proc/self/mountinfo"); }
 
-// Live FUSE servers serving `image` (zombies have no arguments left to match).
+// Live processes, other than ps, whose command line names `image`: a squashfuse_ll, or
+// capsa's own FUSE server (a forked capsa keeps capsa's command line). Zombies have no
+// arguments left to match.
 int servers_for(const std::string& image) {
   auto result = run_process({"ps", "-o", "args=", "-u", std::to_string(::getuid())});
   std::istringstream lines(result.out);
   int live = 0;
   for (std::string line; std::getline(lines, line);)
-    if (line.find("squashfuse_ll") != std::string::npos && line.find(image) != std::string::npos) ++live;
+    if (line.find(image) != std::string::npos) ++live;
   return live;
 }
 
@@ -182,6 +185,43 @@ TEST(Launch, UnprivilegedBindsWorkWithHostMountsBelowTheSource) {
   run_process({"umount", below});
   EXPECT_EQ(result.exit_code, 0) << result.err;
   EXPECT_EQ(result.out, "from-the-host-mount\n") << result.err;
+}
+
+// A container killed outright (no chance to clean up) takes its FUSE server along,
+// whichever server it is; as root, its loop device goes too.
+TEST(Launch, NothingIsLeftWhenTheContainerIsKilled) {
+  for (const char* server : {"builtin", "squashfuse"}) {
+    test::TempDir dir;
+    std::string image = dir / "killed.sif";
+    ASSERT_EQ(run_process({"cp", busybox(), image}).exit_code, 0);
+    std::string before = mount_table();
+    auto result = run_process({"env", std::string("CAPSA_FUSE=") + server, test::capsa_binary(), "exec", image, "sh",
+                               "-c", "kill -9 $$"},
+                              "", 60);
+    EXPECT_EQ(result.signal, SIGKILL) << server << ": " << result.err;
+    EXPECT_EQ(mount_table(), before) << server;
+    for (int i = 0; i < 50 && servers_for(image) > 0; ++i) ::usleep(100000);
+    EXPECT_EQ(servers_for(image), 0) << server << ": the FUSE server died with the container";
+    if (::geteuid() == 0) {
+      auto loops = run_process({"losetup", "-j", image});
+      EXPECT_EQ(loops.out, "") << "the loop device was released";
+    }
+  }
+}
+
+// SIGTERM/SIGINT reach the container's whole process group (Ctrl-C, a batch system's
+// scancel): the container decides whether to end, and its files must stay readable
+// meanwhile. Here the container signals the FUSE server itself (its child, as the
+// server is forked before capsa execs the command), then reads a file not yet read.
+// squashfuse_ll would exit (libfuse's handlers) and the read fail with ENOTCONN.
+TEST(Launch, TheFuseServerOutlivesTerminationSignals) {
+  if (::access(("/proc/self/task/" + std::to_string(::getpid()) + "/children").c_str(), R_OK) != 0)
+    GTEST_SKIP() << "the kernel has no /proc/PID/task/TID/children";
+  auto result = capsa({"exec", busybox(), "sh", "-c",
+                       "for k in $(cat /proc/$$/task/$$/children); do kill -TERM $k; kill -INT $k; kill -HUP $k; "
+                       "done 2>/dev/null; sleep 1; wc -c < /.singularity.d/labels.json"});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.out, "347\n") << result.err;
 }
 
 TEST(Launch, BadImagesGiveOneClearLine) {

@@ -1,0 +1,122 @@
+#!/bin/sh
+# File-read throughput inside a container, not a test: how fast a program in
+# `capsa exec IMAGE` reads the image's files through each way capsa can mount it:
+#   kernel      root: loop device + the kernel's squashfs
+#   builtin     the unprivileged user: capsa's own FUSE server   (CAPSA_FUSE=builtin)
+#   squashfuse  the unprivileged user: squashfuse_ll              (CAPSA_FUSE=squashfuse)
+# Two workloads, both read by bench/readtree.c (static, inside the image):
+#   small  FILES small files (0.5-32 KiB, 100 per directory) read by THREADS threads
+#   large  one LARGE_MB file read sequentially by one thread
+# and two cache states, each run in a fresh container:
+#   cold   `echo 3 > /proc/sys/vm/drop_caches` before the run: disk + decompression + FS
+#   warm   caches dropped, then the SIF read once on the host: decompression + FS, no disk
+# Prints MB/s, files/s and the time ratio to the kernel (1.00 = as fast; the target for
+# the unprivileged default is <= 1.5), the median of RUNS runs (the drivers take turns). File contents are
+# base64 text, which zstd compresses to about 3/4 (real images: 1/2 to 1/3).
+# Needs root (drop_caches, loop devices) and the unprivileged test user.
+#   bench/read.sh [FILES] [LARGE_MB] [THREADS] [RUNS]       defaults: 2000 64 8 1 (smoke)
+#   full size:    bench/read.sh 20000 2048 16 5
+set -eu
+root=$(cd "$(dirname "$0")/.." && pwd)
+capsa="$root/build/src/cli/capsa"
+files=${1:-2000}
+large_mb=${2:-64}
+threads=${3:-8}
+runs=${4:-1}
+user=${CAPSA_TEST_USER:-capsa-test}
+drivers=${CAPSA_BENCH_DRIVERS:-kernel builtin squashfuse}
+
+[ "$(id -u)" -eq 0 ] || { echo "bench/read.sh: run as root (drop_caches, loop devices)" >&2; exit 1; }
+[ -x "$capsa" ] || { echo "bench/read.sh: build capsa first ($capsa)" >&2; exit 1; }
+id -u "$user" >/dev/null 2>&1 || { echo "bench/read.sh: user $user missing (scripts/create-test-user.sh)" >&2; exit 1; }
+home=$(getent passwd "$user" | cut -d: -f6)
+
+work=$(mktemp -d /var/tmp/capsa-bench-read-XXXXXX)
+fuse_mode=$(stat -c %a /dev/fuse)
+cleanup() {
+  chmod "$fuse_mode" /dev/fuse
+  rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+chmod 755 "$work"
+chmod 666 /dev/fuse  # as distributions ship it
+
+as_user() {
+  setpriv --reuid="$user" --regid="$user" --init-groups --inh-caps=-all \
+    env HOME="$home" USER="$user" LOGNAME="$user" "$@"
+}
+
+echo "making the image: $files small files, one $large_mb MiB file ..." >&2
+mkdir -p "$work/tree/data/small"
+gcc -O2 -static -pthread -o "$work/tree/readtree" "$root/bench/readtree.c"
+/usr/bin/python3 - "$work/tree/data/small" "$files" <<'PY'
+import base64, math, os, random, sys
+top, count = sys.argv[1], int(sys.argv[2])
+rng = random.Random(1)
+for i in range(count):
+    d = os.path.join(top, "d%03d" % (i // 100))
+    if i % 100 == 0:
+        os.mkdir(d)
+    size = int(math.exp(rng.uniform(math.log(512), math.log(32768))))
+    data = base64.b64encode(os.urandom(size * 3 // 4 + 3))[:size]
+    with open(os.path.join(d, "f%05d" % i), "wb") as f:
+        f.write(data)
+PY
+head -c "$((large_mb * 786432))" /dev/urandom | base64 -w 0 > "$work/tree/data/large"
+mksquashfs "$work/tree" "$work/part.sqfs" -comp zstd -b 131072 -noappend -quiet -no-progress -all-root -no-xattrs >/dev/null
+rm -rf "$work/tree"
+"$capsa" sif new "$work/bench.sif" >/dev/null
+"$capsa" sif add --datatype 4 --partfs 1 --parttype 2 --partarch 2 --groupid 1 "$work/bench.sif" "$work/part.sqfs" >/dev/null
+rm -f "$work/part.sqfs"
+chmod 644 "$work/bench.sif"
+echo "image: $(($(stat -c %s "$work/bench.sif") / 1048576)) MiB; $(nproc) CPUs; $threads threads; median of $runs" >&2
+
+# One run: prints "BYTES FILES SECONDS" as measured inside the container.
+run_once() {  # DRIVER CACHE ARGS...
+  driver=$1 cache=$2; shift 2
+  sync
+  echo 3 > /proc/sys/vm/drop_caches
+  [ "$cache" = warm ] && cat "$work/bench.sif" > /dev/null
+  cd "$work"
+  case $driver in
+    kernel) "$capsa" exec bench.sif /readtree "$@" ;;
+    *) as_user env CAPSA_FUSE="$driver" "$capsa" exec bench.sif /readtree "$@" ;;
+  esac
+}
+
+# The drivers take turns, run by run, so that whatever else the machine does spreads
+# over all of them alike.
+measure_all() {  # CACHE
+  cache=$1
+  for driver in $drivers; do : > "$work/small-$driver"; : > "$work/large-$driver"; done
+  i=0
+  while [ $i -lt "$runs" ]; do
+    for driver in $drivers; do
+      run_once "$driver" "$cache" tree /data/small "$threads" >> "$work/small-$driver"
+      run_once "$driver" "$cache" file /data/large >> "$work/large-$driver"
+    done
+    i=$((i + 1))
+  done
+}
+median() {  # FILE of "BYTES FILES SECONDS" lines -> the median line by time
+  sort -n -k3 "$1" | sed -n "$(((runs + 1) / 2))p"
+}
+
+printf '%-11s %-5s %10s %10s %8s   %10s %8s\n' driver cache "small MB/s" "files/s" "x kernel" "large MB/s" "x kernel"
+for cache in cold warm; do
+  measure_all "$cache"
+  for driver in $drivers; do
+    read -r sbytes sfiles ssec <<EOF
+$(median "$work/small-$driver")
+EOF
+    read -r lbytes _ lsec <<EOF
+$(median "$work/large-$driver")
+EOF
+    if [ "$driver" = kernel ]; then ksec=$ssec klsec=$lsec; fi
+    awk -v d="$driver" -v c="$cache" -v sb="$sbytes" -v sf="$sfiles" -v ss="$ssec" -v lb="$lbytes" -v ls="$lsec" \
+        -v ks="${ksec:-}" -v kl="${klsec:-}" 'BEGIN {
+      sr = (ks == "") ? "-" : sprintf("%.2f", ss / ks); lr = (kl == "") ? "-" : sprintf("%.2f", ls / kl)
+      printf "%-11s %-5s %10.1f %10.0f %8s   %10.1f %8s\n", d, c, sb / ss / 1e6, sf / ss, sr, lb / ls / 1e6, lr }'
+  done
+done

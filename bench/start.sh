@@ -1,0 +1,162 @@
+#!/bin/sh
+# Start-up latency, not a test: `exec IMAGE /bin/true` with capsa as root and as the
+# unprivileged test user (both FUSE servers), against the native /bin/true, Charliecloud's
+# ch-run on the same squashfs (it mounts it with squashfuse on every start) and crun on an
+# equivalent bundle (the image unpacked), as root and rootless. hyperfine runs each
+# command without a shell; the table shows mean, p50 and p99 in ms and the difference of
+# the mean to the native /bin/true of the same user. Then BURST containers started at
+# once (the wall time until all have finished; median of RUNS).
+# CPU ms is user + system time of the command and the children it waits for (hyperfine's
+# figures): it leaves out capsa's FUSE server (a child nobody waits for; ch-run's
+# squashfuse runs inside ch-run and is counted), and it is the figure to compare on a
+# busy machine, where wall times mostly measure the scheduler.
+# Targets: capsa as root within 10 ms of native; capsa unprivileged no slower than ch-run.
+# Needs root, hyperfine, the unprivileged test user; ch-run and crun are optional.
+#   bench/start.sh [IMAGE.sif] [RUNS] [BURST]     defaults: busybox fixture, 30, 64
+#   full size:     bench/start.sh "" 300 64
+set -eu
+root=$(cd "$(dirname "$0")/.." && pwd)
+capsa="$root/build/src/cli/capsa"
+image=${1:-}
+[ -n "$image" ] || image="$root/../shared/fixtures/sif/real/busybox_amd64.sif"
+runs=${2:-30}
+burst=${3:-64}
+user=${CAPSA_TEST_USER:-capsa-test}
+
+[ "$(id -u)" -eq 0 ] || { echo "bench/start.sh: run as root" >&2; exit 1; }
+[ -x "$capsa" ] || { echo "bench/start.sh: build capsa first ($capsa)" >&2; exit 1; }
+command -v hyperfine >/dev/null || { echo "bench/start.sh: needs hyperfine" >&2; exit 1; }
+home=$(getent passwd "$user" | cut -d: -f6)
+
+work=$(mktemp -d /var/tmp/capsa-bench-start-XXXXXX)
+fuse_mode=$(stat -c %a /dev/fuse)
+cleanup() {
+  chmod "$fuse_mode" /dev/fuse
+  rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+chmod 755 "$work"
+chmod 666 /dev/fuse  # as distributions ship it
+
+as_user() {
+  setpriv --reuid="$user" --regid="$user" --init-groups --inh-caps=-all \
+    env HOME="$home" USER="$user" LOGNAME="$user" "$@"
+}
+
+# The same bytes for everyone: the SIF for capsa, its squashfs partition for ch-run,
+# that partition unpacked for crun.
+cp "$image" "$work/image.sif"
+id=$("$capsa" sif list "$work/image.sif" | awk -F"|" "/Squashfs/ { gsub(/ /, \"\", \$1); print \$1; exit }")
+"$capsa" sif dump "${id:-1}" "$work/image.sif" > "$work/image.sqfs"
+mkdir -p "$work/bundle"
+unsquashfs -q -n -d "$work/bundle/rootfs" "$work/image.sqfs" >/dev/null 2>&1 || true
+[ -e "$work/bundle/rootfs/bin/true" ] || [ -L "$work/bundle/rootfs/bin/true" ] ||
+  { echo "bench/start.sh: the image has no /bin/true" >&2; exit 1; }
+chmod -R a+rX "$work"
+mkdir "$work/user" && chown "$user" "$work/user"  # what the user's runs write
+cd "$work"
+
+have_crun=0
+if command -v crun >/dev/null; then
+  have_crun=1
+  # crun 1.8.1 refuses a hybrid cgroup v1/v2 host; its runs go through a private mount
+  # namespace without /sys/fs/cgroup/unified (test-infrastructure notes). Same cost to
+  # every run, so the wrapper is set up once around hyperfine, not around each run.
+  (cd bundle && crun spec --rootless && mv config.json rootless.json && crun spec)
+  for spec in bundle/config.json bundle/rootless.json; do
+    /usr/bin/python3 - "$spec" <<'PY'
+import json, sys
+path = sys.argv[1]
+spec = json.load(open(path))
+spec["process"]["args"] = ["/bin/true"]
+spec["process"]["terminal"] = False
+spec["root"]["readonly"] = True
+json.dump(spec, open(path, "w"))
+PY
+  done
+  mkdir -p crun-root crun-user bundle-user
+  cp -a bundle/rootfs bundle-user/ 2>/dev/null || true
+  mv bundle/rootless.json bundle-user/config.json
+  chown -R "$user" crun-user
+  chmod -R a+rX bundle bundle-user
+fi
+
+# hyperfine as root, then as the test user; each exports JSON.
+hyperfine -N --warmup 5 --runs "$runs" --export-json root.json --style none \
+  -n "native /bin/true (root)" /bin/true \
+  -n "capsa (root)" "$capsa exec image.sif /bin/true" > /dev/null 2> hyperfine-root.log ||
+  { cat hyperfine-root.log >&2; exit 1; }
+as_user sh -c "hyperfine -N --warmup 5 --runs $runs --export-json $work/user/user.json --style none \
+  -n 'native /bin/true (user)' /bin/true \
+  -n 'capsa (user, builtin)' 'env CAPSA_FUSE=builtin $capsa exec image.sif /bin/true' \
+  -n 'capsa (user, squashfuse)' 'env CAPSA_FUSE=squashfuse $capsa exec image.sif /bin/true' \
+  $(command -v ch-run >/dev/null && echo "-n 'ch-run (user, squashfuse)' 'ch-run $work/image.sqfs -- /bin/true'") \
+  > /dev/null 2> $work/user/hyperfine.log" || { cat "$work/user/hyperfine.log" >&2; exit 1; }
+if [ $have_crun -eq 1 ]; then
+  unshare -m --propagation private sh -c "
+    umount /sys/fs/cgroup/unified 2>/dev/null || true
+    hyperfine -N --warmup 5 --runs $runs --export-json $work/crun-root.json --style none \
+      -n 'crun (root)' 'crun --root $work/crun-root run --bundle $work/bundle bench-root' > /dev/null 2> $work/crun.log
+    setpriv --reuid=$user --regid=$user --init-groups --inh-caps=-all env HOME=$home USER=$user \
+      hyperfine -N --warmup 5 --runs $runs --export-json $work/user/crun-user.json --style none \
+      -n 'crun (user, rootless)' 'crun --root $work/crun-user run --bundle $work/bundle-user bench-user' > /dev/null 2> $work/user/crun.log
+  " || { cat "$work/crun.log" "$work/user/crun.log" >&2; echo "crun failed; left out" >&2; }
+fi
+
+# BURST containers at once, as root and as the user: wall ms until the last has finished,
+# median of 5 bursts.
+cat > burst.sh <<'SH'
+#!/bin/sh
+# burst.sh COUNT COMMAND...: prints the median wall ms of 5 bursts of COUNT at once.
+count=$1; shift
+out=$(mktemp)
+i=0
+while [ $i -lt 5 ]; do
+  start=$(date +%s%N); j=0
+  while [ $j -lt "$count" ]; do "$@" >/dev/null 2>&1 & j=$((j + 1)); done
+  wait
+  echo $((($(date +%s%N) - start) / 1000000)) >> "$out"; i=$((i + 1))
+done
+sort -n "$out" | sed -n 3p
+rm -f "$out"
+SH
+chmod 755 burst.sh
+burst_native=$(./burst.sh "$burst" /bin/true)
+burst_root=$(./burst.sh "$burst" "$capsa" exec image.sif /bin/true)
+burst_user=$(as_user ./burst.sh "$burst" "$capsa" exec image.sif /bin/true)
+burst_chrun=""
+command -v ch-run >/dev/null && burst_chrun=$(as_user ./burst.sh "$burst" ch-run "$work/image.sqfs" -- /bin/true)
+
+echo "$(nproc) CPUs, $runs runs each (after 5 warm-up runs), image $(basename "$image")"
+/usr/bin/python3 - "$work" <<'PY'
+import json, os, sys
+work = sys.argv[1]
+rows = []
+for name in ("root.json", "user/user.json", "crun-root.json", "user/crun-user.json"):
+    path = os.path.join(work, name)
+    if os.path.exists(path):
+        rows += json.load(open(path))["results"]
+def pct(times, p):
+    s = sorted(times)
+    return s[min(len(s) - 1, int(round(p / 100 * (len(s) - 1))))]
+native = {}
+for r in rows:
+    if r["command"].startswith("native"):
+        native["root" if "(root)" in r["command"] else "user"] = r["mean"]
+print("%-28s %9s %9s %9s %12s %8s" % ("command", "mean ms", "p50 ms", "p99 ms", "- native ms", "CPU ms"))
+for r in rows:
+    who = "root" if "(root)" in r["command"] else "user"
+    t = r["times"]
+    print("%-28s %9.2f %9.2f %9.2f %12.2f %8.2f" % (r["command"], r["mean"] * 1e3, pct(t, 50) * 1e3, pct(t, 99) * 1e3,
+                                                  (r["mean"] - native.get(who, 0)) * 1e3,
+                                                  (r["user"] + r["system"]) * 1e3))
+by = {r["command"]: r["mean"] for r in rows}
+cu, ch = by.get("capsa (user, builtin)"), by.get("ch-run (user, squashfuse)")
+if cu and ch:
+    print("capsa (user, builtin) / ch-run: %.2f" % (cu / ch))
+cr, nr = by.get("capsa (root)"), native.get("root")
+if cr and nr:
+    print("capsa (root) - native: %.2f ms (target <= 10)" % ((cr - nr) * 1e3))
+PY
+echo "$burst at once (median of 5, ms until all finished): native $burst_native, capsa root $burst_root, capsa user $burst_user${burst_chrun:+, ch-run $burst_chrun}"

@@ -1,0 +1,9 @@
+// The lean runner has no registry code: a docker:// image is capsa-full's to pull and run.
+#include "cli/commands.hpp"
+#include "cli/forward.hpp"
+
+namespace capsa::cli {
+
+std::string image_for_docker_reference(const std::string&, bool) { forward_to_full(); }
+
+}  // namespace capsa::cli

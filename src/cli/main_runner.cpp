@@ -1,0 +1,24 @@
+// capsa: the lean runner. `exec|run|shell|test|run-help` of a SIF or sandbox are handled
+// here, linked against the runtime only; anything else (pull, cache, sif, inspect,
+// help, docker:// images) is handed to capsa-full (see forward.hpp for why).
+#include "capsa/version.hpp"
+#include "cli/commands.hpp"
+#include "cli/forward.hpp"
+#include "cli/invocation.hpp"
+#include "cli/run_app.hpp"
+
+int main(int argc, char** argv) {
+  capsa::cli::remember_arguments(argv);
+  capsa::cli::Invocation inv = capsa::cli::resolve_invocation(argc, argv);
+  if (!capsa::cli::is_local_action(inv.args)) capsa::cli::forward_to_full();
+  CLI::App app{"capsa: run Singularity/Apptainer (SIF) and OCI containers on HPC clusters, unprivileged.",
+               inv.program_name};
+  app.require_subcommand(1);
+  static bool quiet = false;
+  app.add_flag("-q,--quiet", quiet, "Less output (no progress)");
+  app.fallthrough(false);
+  app.footer("Run '" + inv.program_name + " help COMMAND' for the flags of a command.\n"
+             "Documentation: docs/capsa.md");
+  capsa::cli::add_action_commands(app);
+  return capsa::cli::run_app(app, inv);
+}

@@ -1,0 +1,747 @@
+#define FUSE_USE_VERSION 312
+#include "squashfs/fuse_server.hpp"
+
+#include <fcntl.h>
+#include <fuse3/fuse_lowlevel.h>
+#include <signal.h>
+#include <sqfs/block.h>
+#include <sqfs/compressor.h>
+#include <sqfs/dir.h>
+#include <sqfs/error.h>
+#include <sqfs/frag_table.h>
+#include <sqfs/id_table.h>
+#include <sqfs/inode.h>
+#include <sqfs/io.h>
+#include <sqfs/meta_reader.h>
+#include <sqfs/super.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/uio.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <iostream>
+#include <limits>
+#include <list>
+#include <mutex>
+#include <new>
+#include <shared_mutex>
+#include <type_traits>
+#include <unordered_map>
+#include <vector>
+
+#include "util/error.hpp"
+#include "util/fd.hpp"
+
+namespace capsa::squashfs {
+namespace {
+
+struct DestroyObject {
+  void operator()(void* object) const { sqfs_destroy(object); }
+};
+struct FreeBuffer {
+  void operator()(void* buffer) const { sqfs_free(buffer); }
+};
+using InodePtr = std::unique_ptr<sqfs_inode_generic_t, FreeBuffer>;
+
+// The image never changes while mounted: the kernel may keep names and attributes as
+// long as it likes (the kernel's own squashfs driver never revalidates either).
+constexpr double kCacheTimeout = 365.0 * 24 * 3600;
+// Decompressed blocks kept for all threads. File data also lands in the page cache
+// (keep_cache), so this only has to hold the blocks being read right now and the
+// fragment blocks that many small files share: 64 blocks (8 MiB of the default 128 KiB
+// blocks, 64 MiB at most). Every unprivileged container has its own server, and a node
+// may run one per core: the cache is per container, so it stays small.
+constexpr std::size_t kCachedBlocks = 64;
+// Decoded inodes and directory listings kept; beyond these the tables start over
+// (cheap to rebuild, and a bound is what matters for an image with millions of files).
+constexpr std::size_t kMaxCachedInodes = 1u << 18;
+constexpr std::size_t kMaxCachedDirectoryEntries = 1u << 21;
+// Requests served at once: enough for the threads of a node's ranks reading in parallel.
+constexpr unsigned kMaxThreads = 16;
+constexpr std::uint32_t kBlockSizeMask = (1u << 24) - 1;
+constexpr fuse_ino_t kInodeRefBias = 2;  // FUSE ino = inode reference + 2; 1 is the root
+
+// A sqfs_file_t over a window of a file. pread only, so every thread may use it at once.
+struct WindowFile {
+  sqfs_file_t base;  // first member: libsquashfs hands &base back to the callbacks
+  int fd = -1;
+  std::uint64_t offset = 0;
+  std::uint64_t size = 0;
+};
+static_assert(std::is_standard_layout_v<WindowFile>);
+
+const WindowFile& window_of(const sqfs_file_t* file) { return *reinterpret_cast<const WindowFile*>(file); }
+
+int pread_all(int fd, void* buffer, std::size_t size, std::uint64_t offset) {
+  auto* out = static_cast<char*>(buffer);
+  while (size > 0) {
+    ssize_t n = ::pread(fd, out, size, static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return SQFS_ERROR_IO;
+    if (n == 0) return SQFS_ERROR_OUT_OF_BOUNDS;
+    out += n;
+    offset += static_cast<std::uint64_t>(n);
+    size -= static_cast<std::size_t>(n);
+  }
+  return 0;
+}
+
+int window_read_at(sqfs_file_t* file, sqfs_u64 offset, void* buffer, size_t size) {
+  const WindowFile& w = window_of(file);
+  if (offset > w.size || size > w.size - offset) return SQFS_ERROR_OUT_OF_BOUNDS;
+  return pread_all(w.fd, buffer, size, w.offset + offset);
+}
+int window_write_at(sqfs_file_t*, sqfs_u64, const void*, size_t) { return SQFS_ERROR_UNSUPPORTED; }
+int window_truncate(sqfs_file_t*, sqfs_u64) { return SQFS_ERROR_UNSUPPORTED; }
+sqfs_u64 window_get_size(const sqfs_file_t* file) { return window_of(file).size; }
+void window_destroy(sqfs_object_t*) {}
+
+// Thrown inside a request and answered with the errno; never leaves a handler.
+struct RequestError {
+  int err;
+};
+void check(int code) {
+  if (code < 0) throw RequestError{code == SQFS_ERROR_ALLOC ? ENOMEM : EIO};
+}
+
+bool is_dir(const sqfs_inode_generic_t& i) { return i.base.type == SQFS_INODE_DIR || i.base.type == SQFS_INODE_EXT_DIR; }
+bool is_file(const sqfs_inode_generic_t& i) { return i.base.type == SQFS_INODE_FILE || i.base.type == SQFS_INODE_EXT_FILE; }
+bool is_symlink(const sqfs_inode_generic_t& i) {
+  return i.base.type == SQFS_INODE_SLINK || i.base.type == SQFS_INODE_EXT_SLINK;
+}
+
+mode_t type_bits(const sqfs_inode_generic_t& i) {
+  switch (i.base.type) {
+    case SQFS_INODE_DIR: case SQFS_INODE_EXT_DIR: return S_IFDIR;
+    case SQFS_INODE_FILE: case SQFS_INODE_EXT_FILE: return S_IFREG;
+    case SQFS_INODE_SLINK: case SQFS_INODE_EXT_SLINK: return S_IFLNK;
+    case SQFS_INODE_BDEV: case SQFS_INODE_EXT_BDEV: return S_IFBLK;
+    case SQFS_INODE_CDEV: case SQFS_INODE_EXT_CDEV: return S_IFCHR;
+    case SQFS_INODE_FIFO: case SQFS_INODE_EXT_FIFO: return S_IFIFO;
+    default: return S_IFSOCK;
+  }
+}
+
+std::uint32_t link_count(const sqfs_inode_generic_t& i) {
+  switch (i.base.type) {
+    case SQFS_INODE_DIR: return i.data.dir.nlink;
+    case SQFS_INODE_EXT_DIR: return i.data.dir_ext.nlink;
+    case SQFS_INODE_EXT_FILE: return i.data.file_ext.nlink;
+    case SQFS_INODE_SLINK: return i.data.slink.nlink;
+    case SQFS_INODE_EXT_SLINK: return i.data.slink_ext.nlink;
+    case SQFS_INODE_BDEV: case SQFS_INODE_CDEV: return i.data.dev.nlink;
+    case SQFS_INODE_EXT_BDEV: case SQFS_INODE_EXT_CDEV: return i.data.dev_ext.nlink;
+    case SQFS_INODE_FIFO: case SQFS_INODE_SOCKET: return i.data.ipc.nlink;
+    case SQFS_INODE_EXT_FIFO: case SQFS_INODE_EXT_SOCKET: return i.data.ipc_ext.nlink;
+    default: return 1;  // a basic file inode has no link count: it has exactly one
+  }
+}
+
+// squashfs stores device numbers as Linux's new_encode_dev does.
+dev_t decode_device(std::uint32_t devno) {
+  return makedev((devno & 0xfff00) >> 8, (devno & 0xff) | ((devno >> 12) & 0xfff00));
+}
+
+// An inode decoded once and shared by every request that needs it.
+struct Node {
+  InodePtr inode;
+  struct stat attr {};
+  // Regular files: where each full block starts on disk (relative to the image), and
+  // whether the tail lives in a fragment.
+  std::vector<std::uint64_t> block_offsets;
+  std::uint64_t size = 0;
+  bool has_fragment = false;
+};
+using NodeRef = std::shared_ptr<const Node>;
+
+struct Entry {
+  std::string name;
+  std::uint64_t ref;
+  std::uint32_t inode_number;
+  mode_t type;
+};
+using Listing = std::vector<Entry>;  // sorted by name, as squashfs stores directories
+using ListingRef = std::shared_ptr<const Listing>;
+using Block = std::shared_ptr<const std::vector<std::uint8_t>>;
+// Part of a read: bytes inside a decompressed block, which the reference keeps alive
+// until the reply has been written (replies go out straight from the cache, no copy).
+struct Piece {
+  Block block;
+  const std::uint8_t* data;
+  std::size_t length;
+};
+
+// The decompressed-block cache: least recently used blocks go first once the byte
+// budget is spent. Keyed by the block's position in the image, which is unique for
+// data blocks and fragment blocks alike.
+class BlockCache {
+ public:
+  void set_budget(std::size_t budget) { budget_ = budget; }
+  Block find(std::uint64_t key) {
+    std::lock_guard lock(mutex_);
+    auto it = index_.find(key);
+    if (it == index_.end()) return nullptr;
+    order_.splice(order_.begin(), order_, it->second);
+    return it->second->second;
+  }
+  void insert(std::uint64_t key, const Block& block) {
+    std::lock_guard lock(mutex_);
+    if (index_.count(key) != 0) return;  // another thread decoded it meanwhile
+    order_.emplace_front(key, block);
+    index_[key] = order_.begin();
+    used_ += block->size();
+    while (used_ > budget_ && order_.size() > 1) {
+      used_ -= order_.back().second->size();
+      index_.erase(order_.back().first);
+      order_.pop_back();
+    }
+  }
+
+ private:
+  std::mutex mutex_;
+  std::size_t budget_ = 0;
+  std::size_t used_ = 0;
+  std::list<std::pair<std::uint64_t, Block>> order_;
+  std::unordered_map<std::uint64_t, std::list<std::pair<std::uint64_t, Block>>::iterator> index_;
+};
+
+// A bounded map from inode reference to something decoded from it, read by many
+// threads at once; cleared when full.
+template <typename Value>
+class RefTable {
+ public:
+  explicit RefTable(std::size_t limit) : limit_(limit) {}
+  Value find(std::uint64_t ref) const {
+    std::shared_lock lock(mutex_);
+    auto it = map_.find(ref);
+    return it == map_.end() ? nullptr : it->second;
+  }
+  void insert(std::uint64_t ref, const Value& value, std::size_t weight) {
+    std::unique_lock lock(mutex_);
+    if (weight_ + weight > limit_) {
+      map_.clear();
+      weight_ = 0;
+    }
+    if (map_.emplace(ref, value).second) weight_ += weight;
+  }
+
+ private:
+  mutable std::shared_mutex mutex_;
+  std::unordered_map<std::uint64_t, Value> map_;
+  std::size_t limit_;
+  std::size_t weight_ = 0;
+};
+
+}  // namespace
+
+struct FuseImage::Impl {
+  UniqueFd fd;
+  WindowFile file{};
+  sqfs_super_t super{};
+  sqfs_compressor_config_t compressor_config{};
+  std::unique_ptr<sqfs_id_table_t, DestroyObject> ids;
+  std::unique_ptr<sqfs_frag_table_t, DestroyObject> fragments;
+  std::uint64_t root_ref = 0;
+  std::string label;
+
+  RefTable<NodeRef> nodes{kMaxCachedInodes};
+  RefTable<ListingRef> listings{kMaxCachedDirectoryEntries};
+  BlockCache blocks;
+
+  // The parts of libsquashfs that keep state between calls (a compressor's stream, a
+  // meta data reader's current block) cannot be shared between threads: each request
+  // borrows a set of its own from this pool.
+  struct Readers {
+    std::unique_ptr<sqfs_compressor_t, DestroyObject> compressor;
+    std::unique_ptr<sqfs_meta_reader_t, DestroyObject> inodes;
+    std::unique_ptr<sqfs_meta_reader_t, DestroyObject> directories;
+    std::vector<std::uint8_t> scratch;
+  };
+  std::mutex pool_mutex;
+  std::vector<std::unique_ptr<Readers>> pool;
+
+  class Lease {
+   public:
+    Lease(Impl& impl) : impl_(impl), readers_(impl.take_readers()) {}
+    ~Lease() {
+      std::lock_guard lock(impl_.pool_mutex);
+      impl_.pool.push_back(std::move(readers_));
+    }
+    Readers* operator->() { return readers_.get(); }
+
+   private:
+    Impl& impl_;
+    std::unique_ptr<Readers> readers_;
+  };
+
+  std::unique_ptr<sqfs_compressor_t, DestroyObject> make_compressor() {
+    sqfs_compressor_t* raw = nullptr;
+    int ret = sqfs_compressor_create(&compressor_config, &raw);
+    if (ret == SQFS_ERROR_UNSUPPORTED) {
+      const char* name = sqfs_compressor_name_from_id(static_cast<SQFS_COMPRESSOR>(super.compression_id));
+      throw FormatError(label + ": squashfs compressor " + (name ? name : std::to_string(super.compression_id)) +
+                        " is not supported");
+    }
+    if (ret < 0) throw FormatError(label + ": cannot set up the squashfs decompressor");
+    std::unique_ptr<sqfs_compressor_t, DestroyObject> compressor(raw);
+    if ((super.flags & SQFS_FLAG_COMPRESSOR_OPTIONS) && compressor->read_options(compressor.get(), &file.base) < 0)
+      throw FormatError(label + ": corrupt squashfs compressor options");
+    return compressor;
+  }
+
+  std::unique_ptr<Readers> take_readers() {
+    {
+      std::lock_guard lock(pool_mutex);
+      if (!pool.empty()) {
+        auto readers = std::move(pool.back());
+        pool.pop_back();
+        return readers;
+      }
+    }
+    auto readers = std::make_unique<Readers>();
+    readers->compressor = make_compressor();
+    readers->inodes.reset(sqfs_meta_reader_create(&file.base, readers->compressor.get(), super.inode_table_start,
+                                                  super.directory_table_start));
+    readers->directories.reset(
+        sqfs_meta_reader_create(&file.base, readers->compressor.get(), super.directory_table_start, super.bytes_used));
+    if (!readers->inodes || !readers->directories) throw std::bad_alloc();
+    return readers;
+  }
+
+  void open();
+  NodeRef node(std::uint64_t ref);
+  NodeRef node_of(fuse_ino_t ino) { return node(ino == FUSE_ROOT_ID ? root_ref : ino - kInodeRefBias); }
+  fuse_ino_t ino_of(std::uint64_t ref) const { return ref == root_ref ? FUSE_ROOT_ID : ref + kInodeRefBias; }
+  ListingRef listing(std::uint64_t ref, const Node& dir);
+  Block block(std::uint64_t position, std::uint32_t size_word, std::size_t expected);
+  std::vector<Piece> read(const Node& file, std::uint64_t offset, std::size_t size);
+  fuse_entry_param entry_of(std::uint64_t ref);
+};
+
+void FuseImage::Impl::open() {
+  if (file.size < sizeof(sqfs_super_t)) throw FormatError(label + ": too small for a squashfs image");
+  if (sqfs_super_read(&super, &file.base) < 0) throw FormatError(label + ": not a readable squashfs 4.0 image");
+  if (super.bytes_used > file.size) throw FormatError(label + ": squashfs image is truncated");
+  if (sqfs_compressor_config_init(&compressor_config, static_cast<SQFS_COMPRESSOR>(super.compression_id),
+                                  super.block_size, SQFS_COMP_FLAG_UNCOMPRESS) < 0)
+    throw FormatError(label + ": unknown squashfs compressor");
+  auto compressor = make_compressor();
+  ids.reset(sqfs_id_table_create(0));
+  fragments.reset(sqfs_frag_table_create(0));
+  if (!ids || !fragments) throw std::bad_alloc();
+  if (sqfs_id_table_read(ids.get(), &file.base, &super, compressor.get()) < 0)
+    throw FormatError(label + ": corrupt squashfs id table");
+  // The fragment table's index must fit in the image: that bounds the allocation
+  // libsquashfs makes from the count.
+  std::uint64_t index_bytes = (std::uint64_t{super.fragment_entry_count} + 511) / 512 * 8;
+  if (!(super.flags & SQFS_FLAG_NO_FRAGMENTS) && super.fragment_entry_count != 0) {
+    if (index_bytes > super.bytes_used ||
+        sqfs_frag_table_read(fragments.get(), &file.base, &super, compressor.get()) < 0)
+      throw FormatError(label + ": corrupt squashfs fragment table");
+  }
+  blocks.set_budget(kCachedBlocks * super.block_size);
+  root_ref = super.root_inode_ref;
+  try {
+    if (!is_dir(*node(root_ref)->inode)) throw FormatError(label + ": squashfs root inode is not a directory");
+  } catch (const RequestError&) {
+    throw FormatError(label + ": corrupt squashfs root inode");
+  }
+}
+
+NodeRef FuseImage::Impl::node(std::uint64_t ref) {
+  if (NodeRef found = nodes.find(ref)) return found;
+  sqfs_inode_generic_t* raw = nullptr;
+  {
+    Lease readers(*this);
+    check(sqfs_meta_reader_read_inode(readers->inodes.get(), &super, ref >> 16, ref & 0xffff, &raw));
+  }
+  auto made = std::make_shared<Node>();
+  made->inode.reset(raw);
+  const sqfs_inode_generic_t& inode = *raw;
+  struct stat& st = made->attr;
+  st.st_ino = inode.base.inode_number;
+  st.st_mode = type_bits(inode) | (inode.base.mode & 07777);
+  st.st_nlink = link_count(inode);
+  sqfs_u32 uid = 0, gid = 0;
+  check(sqfs_id_table_index_to_id(ids.get(), inode.base.uid_idx, &uid));
+  check(sqfs_id_table_index_to_id(ids.get(), inode.base.gid_idx, &gid));
+  st.st_uid = uid;
+  st.st_gid = gid;
+  st.st_mtim.tv_sec = st.st_atim.tv_sec = st.st_ctim.tv_sec = inode.base.mod_time;
+  st.st_blksize = static_cast<blksize_t>(super.block_size);
+  switch (inode.base.type) {
+    case SQFS_INODE_DIR: st.st_size = inode.data.dir.size; break;
+    case SQFS_INODE_EXT_DIR: st.st_size = inode.data.dir_ext.size; break;
+    case SQFS_INODE_SLINK: case SQFS_INODE_EXT_SLINK: st.st_size = inode.data.slink.target_size; break;
+    case SQFS_INODE_BDEV: case SQFS_INODE_CDEV: st.st_rdev = decode_device(inode.data.dev.devno); break;
+    case SQFS_INODE_EXT_BDEV: case SQFS_INODE_EXT_CDEV: st.st_rdev = decode_device(inode.data.dev_ext.devno); break;
+    default: break;
+  }
+  if (is_file(inode)) {
+    sqfs_u64 size = 0, start = 0;
+    sqfs_u32 fragment_index = 0, fragment_offset = 0;
+    check(sqfs_inode_get_file_size(raw, &size));
+    check(sqfs_inode_get_file_block_start(raw, &start));
+    check(sqfs_inode_get_frag_location(raw, &fragment_index, &fragment_offset));
+    made->size = size;
+    made->has_fragment = fragment_index != 0xffffffff;
+    std::size_t count = sqfs_inode_get_file_block_count(raw);
+    std::uint64_t full_blocks = size / super.block_size;
+    std::uint64_t expected = made->has_fragment ? full_blocks : (size + super.block_size - 1) / super.block_size;
+    if (count != expected) throw RequestError{EIO};
+    made->block_offsets.reserve(count);
+    for (std::size_t i = 0; i < count; ++i) {
+      made->block_offsets.push_back(start);
+      start += inode.extra[i] & kBlockSizeMask;
+    }
+    st.st_size = static_cast<off_t>(size);
+  }
+  st.st_blocks = (st.st_size + 511) / 512;
+  made->block_offsets.shrink_to_fit();
+  nodes.insert(ref, made, 1);
+  return made;
+}
+
+ListingRef FuseImage::Impl::listing(std::uint64_t ref, const Node& dir) {
+  if (ListingRef found = listings.find(ref)) return found;
+  auto made = std::make_shared<Listing>();
+  {
+    Lease readers(*this);
+    sqfs_readdir_state_t state{};
+    check(sqfs_readdir_state_init(&state, &super, dir.inode.get()));
+    for (;;) {
+      sqfs_dir_entry_t* raw = nullptr;
+      sqfs_u32 inode_number = 0;
+      sqfs_u64 child = 0;
+      int ret = sqfs_meta_reader_readdir(readers->directories.get(), &state, &raw, &inode_number, &child);
+      std::unique_ptr<sqfs_dir_entry_t, FreeBuffer> entry(raw);
+      if (ret > 0) break;
+      check(ret);
+      std::string name(reinterpret_cast<const char*>(entry->name), std::size_t{entry->size} + 1);
+      // A crafted image must not smuggle a path or "."/".." into a listing.
+      if (name.find_first_of(std::string_view("/\0", 2)) != std::string::npos || name == "." || name == "..")
+        throw RequestError{EIO};
+      mode_t type = S_IFSOCK;
+      switch (entry->type) {
+        case SQFS_INODE_DIR: type = S_IFDIR; break;
+        case SQFS_INODE_FILE: type = S_IFREG; break;
+        case SQFS_INODE_SLINK: type = S_IFLNK; break;
+        case SQFS_INODE_BDEV: type = S_IFBLK; break;
+        case SQFS_INODE_CDEV: type = S_IFCHR; break;
+        case SQFS_INODE_FIFO: type = S_IFIFO; break;
+        default: break;
+      }
+      made->push_back({std::move(name), child, inode_number, type});
+      if (made->size() > kMaxCachedDirectoryEntries) throw RequestError{EIO};
+    }
+  }
+  // Written sorted; sorted again here because lookups rely on it.
+  if (!std::is_sorted(made->begin(), made->end(), [](const Entry& a, const Entry& b) { return a.name < b.name; }))
+    std::sort(made->begin(), made->end(), [](const Entry& a, const Entry& b) { return a.name < b.name; });
+  listings.insert(ref, made, made->size() + 1);
+  return made;
+}
+
+// The decompressed block stored at `position` with on-disk size word `size_word`;
+// `expected` is the number of bytes it must decompress to.
+Block FuseImage::Impl::block(std::uint64_t position, std::uint32_t size_word, std::size_t expected) {
+  std::uint32_t stored = size_word & kBlockSizeMask;
+  if (stored == 0) return std::make_shared<const std::vector<std::uint8_t>>(expected, 0);  // a sparse block
+  if (Block found = blocks.find(position)) return found;
+  if (stored > super.block_size || expected > super.block_size) throw RequestError{EIO};
+  auto data = std::make_shared<std::vector<std::uint8_t>>();
+  if (!SQFS_IS_BLOCK_COMPRESSED(size_word)) {
+    data->resize(stored);
+    check(window_read_at(&file.base, position, data->data(), stored));
+  } else {
+    Lease readers(*this);
+    readers->scratch.resize(stored);
+    check(window_read_at(&file.base, position, readers->scratch.data(), stored));
+    data->resize(super.block_size);
+    sqfs_s32 n = readers->compressor->do_block(readers->compressor.get(), readers->scratch.data(), stored,
+                                               data->data(), super.block_size);
+    check(n);
+    data->resize(static_cast<std::size_t>(n));
+  }
+  if (data->size() < expected) throw RequestError{EIO};
+  Block result = std::move(data);
+  blocks.insert(position, result);
+  return result;
+}
+
+std::vector<Piece> FuseImage::Impl::read(const Node& f, std::uint64_t offset, std::size_t size) {
+  std::vector<Piece> pieces;
+  if (offset >= f.size) return pieces;
+  size = static_cast<std::size_t>(std::min<std::uint64_t>(size, f.size - offset));
+  const std::uint64_t block_size = super.block_size;
+  std::size_t done = 0;
+  while (done < size) {
+    std::uint64_t position = offset + done;
+    std::uint64_t index = position / block_size;
+    std::size_t within = static_cast<std::size_t>(position % block_size);
+    std::size_t length = static_cast<std::size_t>(std::min<std::uint64_t>(block_size, f.size - index * block_size));
+    Block data;
+    std::size_t base = 0;  // where this file's bytes start in `data`
+    if (index < f.block_offsets.size()) {
+      data = block(f.block_offsets[index], f.inode->extra[index], length);
+    } else {
+      if (!f.has_fragment) throw RequestError{EIO};
+      sqfs_u32 fragment_index = 0, fragment_offset = 0;
+      check(sqfs_inode_get_frag_location(f.inode.get(), &fragment_index, &fragment_offset));
+      sqfs_fragment_t fragment{};
+      check(sqfs_frag_table_lookup(fragments.get(), fragment_index, &fragment));
+      data = block(fragment.start_offset, fragment.size, 0);
+      base = fragment_offset;
+      if (base > data->size() || length > data->size() - base) throw RequestError{EIO};
+    }
+    std::size_t n = std::min(size - done, length - within);
+    const std::uint8_t* start = data->data() + base + within;
+    pieces.push_back({std::move(data), start, n});
+    done += n;
+  }
+  return pieces;
+}
+
+fuse_entry_param FuseImage::Impl::entry_of(std::uint64_t ref) {
+  NodeRef child = node(ref);
+  fuse_entry_param e{};
+  e.ino = ino_of(ref);
+  e.attr = child->attr;
+  e.attr_timeout = kCacheTimeout;
+  e.entry_timeout = kCacheTimeout;
+  return e;
+}
+
+namespace {
+
+FuseImage::Impl& image_of(fuse_req_t req) { return *static_cast<FuseImage::Impl*>(fuse_req_userdata(req)); }
+
+// Runs a request handler, turning a failure into an error reply.
+template <typename Body>
+void answer(fuse_req_t req, Body&& body) {
+  try {
+    body(image_of(req));
+  } catch (const RequestError& e) {
+    fuse_reply_err(req, e.err);
+  } catch (const std::bad_alloc&) {
+    fuse_reply_err(req, ENOMEM);
+  } catch (const std::exception&) {
+    fuse_reply_err(req, EIO);
+  }
+}
+
+void op_init(void*, fuse_conn_info* conn) {
+  // Symlink targets never change: let the kernel keep them.
+  if (conn->capable & FUSE_CAP_CACHE_SYMLINKS) conn->want |= FUSE_CAP_CACHE_SYMLINKS;
+}
+
+void op_lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
+  answer(req, [&](FuseImage::Impl& image) {
+    NodeRef dir = image.node_of(parent);
+    if (!is_dir(*dir->inode)) throw RequestError{ENOTDIR};
+    std::uint64_t dir_ref = parent == FUSE_ROOT_ID ? image.root_ref : parent - kInodeRefBias;
+    ListingRef entries = image.listing(dir_ref, *dir);
+    std::string_view wanted(name);
+    auto it = std::lower_bound(entries->begin(), entries->end(), wanted,
+                               [](const Entry& e, std::string_view n) { return e.name < n; });
+    if (it == entries->end() || it->name != wanted) {
+      // A negative entry the kernel may keep as long as a positive one.
+      fuse_entry_param none{};
+      none.entry_timeout = kCacheTimeout;
+      fuse_reply_entry(req, &none);
+      return;
+    }
+    fuse_entry_param e = image.entry_of(it->ref);
+    fuse_reply_entry(req, &e);
+  });
+}
+
+void op_forget(fuse_req_t req, fuse_ino_t, uint64_t) { fuse_reply_none(req); }  // inos are stateless
+void op_forget_multi(fuse_req_t req, size_t, fuse_forget_data*) { fuse_reply_none(req); }
+
+void op_getattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) {
+  answer(req, [&](FuseImage::Impl& image) {
+    NodeRef n = image.node_of(ino);
+    fuse_reply_attr(req, &n->attr, kCacheTimeout);
+  });
+}
+
+void op_readlink(fuse_req_t req, fuse_ino_t ino) {
+  answer(req, [&](FuseImage::Impl& image) {
+    NodeRef n = image.node_of(ino);
+    if (!is_symlink(*n->inode)) throw RequestError{EINVAL};
+    std::string target(reinterpret_cast<const char*>(n->inode->extra), n->inode->payload_bytes_used);
+    fuse_reply_readlink(req, target.c_str());
+  });
+}
+
+void op_opendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  answer(req, [&](FuseImage::Impl& image) {
+    NodeRef dir = image.node_of(ino);
+    if (!is_dir(*dir->inode)) throw RequestError{ENOTDIR};
+    auto held = std::make_unique<ListingRef>(image.listing(ino == FUSE_ROOT_ID ? image.root_ref : ino - kInodeRefBias, *dir));
+    fi->fh = reinterpret_cast<std::uint64_t>(held.get());
+    fi->cache_readdir = 1;
+    fi->keep_cache = 1;
+    if (fuse_reply_open(req, fi) == 0) held.release();
+  });
+}
+
+void op_releasedir(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
+  delete reinterpret_cast<ListingRef*>(fi->fh);
+  fuse_reply_err(req, 0);
+}
+
+// Offsets: 0 is the start, 1 follows ".", 2 follows "..", 3+i follows entry i.
+void read_directory(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset, fuse_file_info* fi, bool plus) {
+  answer(req, [&](FuseImage::Impl& image) {
+    const Listing& entries = **reinterpret_cast<ListingRef*>(fi->fh);
+    std::vector<char> buffer(size);
+    std::size_t used = 0;
+    for (auto next = static_cast<std::size_t>(std::max<off_t>(offset, 0)); next < entries.size() + 2; ++next) {
+      const char* name;
+      fuse_entry_param e{};
+      if (next < 2) {
+        name = next == 0 ? "." : "..";
+        e.attr.st_mode = S_IFDIR;
+        e.attr.st_ino = next == 0 ? image.node_of(ino)->attr.st_ino : 0;
+      } else {
+        const Entry& entry = entries[next - 2];
+        name = entry.name.c_str();
+        if (plus) {
+          e = image.entry_of(entry.ref);
+        } else {
+          e.attr.st_ino = entry.inode_number;
+          e.attr.st_mode = entry.type;
+        }
+      }
+      std::size_t left = size - used;
+      auto next_offset = static_cast<off_t>(next + 1);
+      std::size_t need = plus ? fuse_add_direntry_plus(req, buffer.data() + used, left, name, &e, next_offset)
+                              : fuse_add_direntry(req, buffer.data() + used, left, name, &e.attr, next_offset);
+      if (need > left) break;
+      used += need;
+    }
+    fuse_reply_buf(req, buffer.data(), used);
+  });
+}
+
+void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset, fuse_file_info* fi) {
+  read_directory(req, ino, size, offset, fi, false);
+}
+void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset, fuse_file_info* fi) {
+  read_directory(req, ino, size, offset, fi, true);
+}
+
+void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  answer(req, [&](FuseImage::Impl& image) {
+    NodeRef n = image.node_of(ino);
+    if (is_dir(*n->inode)) throw RequestError{EISDIR};
+    if ((fi->flags & O_ACCMODE) != O_RDONLY) throw RequestError{EROFS};
+    fi->keep_cache = 1;  // the contents never change: keep the page cache across opens
+    fuse_reply_open(req, fi);
+  });
+}
+
+void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset, fuse_file_info*) {
+  answer(req, [&](FuseImage::Impl& image) {
+    NodeRef n = image.node_of(ino);
+    if (!is_file(*n->inode)) throw RequestError{EINVAL};
+    std::vector<Piece> pieces = image.read(*n, static_cast<std::uint64_t>(std::max<off_t>(offset, 0)), size);
+    std::vector<iovec> parts;
+    parts.reserve(pieces.size());
+    for (const Piece& p : pieces) parts.push_back({const_cast<std::uint8_t*>(p.data), p.length});
+    fuse_reply_iov(req, parts.data(), static_cast<int>(parts.size()));
+  });
+}
+
+void op_statfs(fuse_req_t req, fuse_ino_t) {
+  answer(req, [&](FuseImage::Impl& image) {
+    struct statvfs st {};
+    st.f_bsize = st.f_frsize = image.super.block_size;
+    st.f_blocks = (image.super.bytes_used + image.super.block_size - 1) / image.super.block_size;
+    st.f_files = image.super.inode_count;
+    st.f_namemax = 256;
+    fuse_reply_statfs(req, &st);
+  });
+}
+
+// No extended attributes are served (capsa's images carry none).
+void op_getxattr(fuse_req_t req, fuse_ino_t, const char*, size_t) { fuse_reply_err(req, ENODATA); }
+void op_listxattr(fuse_req_t req, fuse_ino_t, size_t size) {
+  if (size == 0) fuse_reply_xattr(req, 0);
+  else fuse_reply_buf(req, nullptr, 0);
+}
+
+}  // namespace
+
+FuseImage::FuseImage(const std::string& path, std::uint64_t offset, std::uint64_t size)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->label = path;
+  impl_->fd = open_file(path, O_RDONLY);
+  if (offset > static_cast<std::uint64_t>(std::numeric_limits<off_t>::max()) ||
+      size > static_cast<std::uint64_t>(std::numeric_limits<off_t>::max()) - offset)
+    throw FormatError(path + ": squashfs image lies beyond the largest file offset");
+  WindowFile& w = impl_->file;
+  w.base.base.destroy = window_destroy;
+  w.base.read_at = window_read_at;
+  w.base.write_at = window_write_at;
+  w.base.get_size = window_get_size;
+  w.base.truncate = window_truncate;
+  w.fd = impl_->fd.get();
+  w.offset = offset;
+  w.size = size;
+  impl_->open();
+}
+
+FuseImage::~FuseImage() = default;
+
+int FuseImage::serve(int fuse_fd) {
+  // The container's process group gets the terminal's and the batch system's signals;
+  // the container decides what to do with them and still needs its files meanwhile.
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGTSTP, SIGTTIN, SIGTTOU, SIGUSR1, SIGUSR2})
+    ::signal(sig, SIG_IGN);
+
+  fuse_lowlevel_ops ops{};
+  ops.init = op_init;
+  ops.lookup = op_lookup;
+  ops.forget = op_forget;
+  ops.forget_multi = op_forget_multi;
+  ops.getattr = op_getattr;
+  ops.readlink = op_readlink;
+  ops.opendir = op_opendir;
+  ops.readdir = op_readdir;
+  ops.readdirplus = op_readdirplus;
+  ops.releasedir = op_releasedir;
+  ops.open = op_open;
+  ops.read = op_read;
+  ops.statfs = op_statfs;
+  ops.getxattr = op_getxattr;
+  ops.listxattr = op_listxattr;
+
+  char program[] = "capsa";
+  char* argv[] = {program, nullptr};
+  fuse_args args = FUSE_ARGS_INIT(1, argv);
+  fuse_session* session = fuse_session_new(&args, &ops, sizeof(ops), impl_.get());
+  if (session == nullptr) return 1;
+  // libfuse takes a mounted connection as "/dev/fd/N" and skips mounting.
+  std::string mountpoint = "/dev/fd/" + std::to_string(fuse_fd);
+  if (fuse_session_mount(session, mountpoint.c_str()) != 0) {
+    fuse_session_destroy(session);
+    return 1;
+  }
+  fuse_loop_config* config = fuse_loop_cfg_create();
+  fuse_loop_cfg_set_max_threads(config, kMaxThreads);
+  int ret = fuse_session_loop_mt(session, config);
+  fuse_loop_cfg_destroy(config);
+  // No fuse_session_unmount: the connection was not mounted by libfuse, and when the
+  // loop ends the kernel has already dropped it.
+  fuse_session_destroy(session);
+  return ret == 0 ? 0 : 1;
+}
+
+}  // namespace capsa::squashfs
