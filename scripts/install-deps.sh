@@ -4,6 +4,7 @@
 set -eu
 [ "$(id -u)" -eq 0 ] || { echo "install-deps.sh: run as root (it calls apt-get)" >&2; exit 1; }
 
+# libseccomp-dev: the emulated --fakeroot seccomp filter (build); uidmap: newuidmap/newgidmap for --fakeroot with subuid ranges
 packages="
   build-essential cmake ninja-build pkg-config git
   clang libclang-rt-14-dev
@@ -16,6 +17,8 @@ packages="
   docker-registry skopeo umoci debootstrap openssl curl zstd
   python3-jwt python3-cryptography python3-bcrypt python3-zstandard
   python3 tar gzip bc time charliecloud-builders charliecloud-runtime
+  libseccomp-dev
+  uidmap
 "
 
 missing=""

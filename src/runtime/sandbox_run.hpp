@@ -70,4 +70,10 @@ std::optional<SubidRange> caller_subid_range(const std::string& file);
 // parent as capsa::Error with the same message.
 int run_in_user_namespace(RootMode mode, const std::function<int()>& body);
 
+// Removes a sandbox tree made in `mode` (by unpack_to_directory inside
+// run_in_user_namespace, or by commands run_in_sandbox ran): entries owned by subordinate
+// ids can only be removed from inside the namespace, and directories made read-only
+// (0555, 0000) are made writable on the way. Never follows symlinks. Absent: no error.
+void remove_sandbox(const std::string& path, RootMode mode);
+
 }  // namespace capsa::runtime
