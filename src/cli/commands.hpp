@@ -10,6 +10,7 @@ void add_version_command(CLI::App& app);
 void add_cache_command(CLI::App& app);
 void add_action_commands(CLI::App& app);
 void add_pull_command(CLI::App& app);  // exec, run, shell, test, run-help
+void add_build_command(CLI::App& app);
 
 // Current time in Unix seconds, or SOURCE_DATE_EPOCH when set (reproducible images).
 std::int64_t now_for_images();
