@@ -256,6 +256,47 @@ TEST_F(UnpackPack, SifToSandboxToSquashfsEqualsTheOriginal) {
   }
 }
 
+TEST_F(UnpackPack, SubordinateIdsMapBackWhenPackedFromOutside) {
+  if (::geteuid() == 0) GTEST_SKIP() << "the unprivileged run covers subordinate ids";
+  if (runtime::resolve_root_mode(runtime::RootMode::fakeroot_auto) != runtime::RootMode::fakeroot_subid)
+    GTEST_SKIP() << "no /etc/subuid range for this user";
+  const std::string tree = work / "inner";
+  const std::string inside_manifest = work / "inside.manifest";
+  // Made inside the namespace: on disk the owners are the caller and subordinate ids.
+  int status = runtime::run_in_user_namespace(runtime::RootMode::fakeroot_subid, [&] {
+    ::mkdir(tree.c_str(), 0755);
+    std::ofstream(tree + "/root-file") << "root\n";
+    std::ofstream(tree + "/user-file") << "user\n";
+    ::mkdir((tree + "/svc").c_str(), 0755);
+    std::ofstream(tree + "/svc/data") << "data\n";
+    ::chmod((tree + "/svc/data").c_str(), 0644);
+    ::chmod((tree + "/root-file").c_str(), 0644);
+    ::chmod((tree + "/user-file").c_str(), 0644);
+    if (::chown((tree + "/user-file").c_str(), 1234, 5678) != 0 || ::chown((tree + "/svc").c_str(), 42, 65534) != 0 ||
+        ::chown((tree + "/svc/data").c_str(), 42, 42) != 0)
+      return 1;
+    auto listed = run_process({"/usr/bin/python3", CAPSA_TREE_MANIFEST, tree});
+    std::ofstream(inside_manifest) << listed.out;
+    return listed.exit_code;
+  });
+  ASSERT_EQ(status, 0);
+  PackOptions options;
+  options.owner_as_root = ::getuid();
+  options.group_as_root = ::getgid();
+  auto subuid = runtime::caller_subid_range("/etc/subuid");
+  auto subgid = runtime::caller_subid_range("/etc/subgid");
+  options.subuid_start = subuid->start;
+  options.subuid_count = subuid->count;
+  options.subgid_start = subgid->start;
+  options.subgid_count = subgid->count;
+  // Outside, the caller reads only what the modes let anyone read: the tree is world-readable.
+  std::string expected = test::read_file(inside_manifest);
+  std::uint64_t bytes = 0;
+  std::string image = pack_at_offset(tree, work / "outside.squashfs", options, &bytes);
+  EXPECT_EQ(manifest_of_squashfs(image), expected);
+  EXPECT_NE(expected.find("user-file\tfile\t0644\t1234\t5678"), std::string::npos) << expected;
+}
+
 TEST_F(UnpackPack, PackReadsTheOwnersUnreadableFiles) {
   // A fakeroot build's %post may leave files and directories their owner cannot read
   // (mode 0000, as root-made files often are); the caller owns them and may pack them.
