@@ -4,7 +4,9 @@
 // in the sandbox directory, exit statuses, nothing left mounted, and apt-get installing
 // a package from this machine's Debian mirror inside the test Debian image.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -19,6 +21,7 @@
 #include "support/test_env.hpp"
 #include "support/test_registry.hpp"
 #include "util/error.hpp"
+#include "util/interrupt.hpp"
 
 namespace capsa::runtime {
 namespace {
@@ -152,6 +155,37 @@ TEST_P(SandboxRun, ExitStatusAndSignalsComeBack) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("/no/such/program"), std::string::npos) << e.what();
   }
+}
+
+TEST_P(SandboxRun, CtrlCReachesTheCommandAndUnwindsTheCaller) {
+  const RootMode mode = GetParam();
+  unpack_sandbox(test::sif_fixture("real/busybox_amd64.sif"), sandbox, mode);
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  // In a child process: the interrupt handlers set a flag that stays set.
+  std::fflush(nullptr);
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    install_interrupt_handlers();
+    SandboxCommand command;
+    command.rootfs = sandbox;
+    command.mode = mode;
+    command.env = kEnv;
+    // As a terminal's Ctrl-C does: capsa (the command's parent) and the command both get SIGINT.
+    command.argv = {"/bin/sh", "-c", "kill -INT $PPID; kill -INT $$; sleep 5; echo not-reached > /reached"};
+    try {
+      run_in_sandbox(command);
+    } catch (const Interrupted& e) {
+      ::_exit(e.signal_number() == SIGINT ? 0 : 2);
+    } catch (...) {
+      ::_exit(3);
+    }
+    ::_exit(4);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
+  EXPECT_FALSE(std::filesystem::exists(sandbox + "/reached"));
 }
 
 // The slow one: apt-get update and install from the mirror inside the Debian test image.
