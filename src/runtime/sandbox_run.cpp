@@ -26,6 +26,7 @@
 #include "runtime/seccomp_fakeroot.hpp"
 #include "util/error.hpp"
 #include "util/fd.hpp"
+#include "util/interrupt.hpp"
 
 namespace capsa::runtime {
 namespace {
@@ -468,6 +469,9 @@ int run_in_user_namespace(RootMode requested, const std::function<int()>& body) 
     errors.read.reset();
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(255);
+    // Ctrl-C must end the child's work at once: capsa's own handlers (util/interrupt)
+    // only set a flag that code in the child does not poll.
+    for (int signal_number : {SIGINT, SIGTERM, SIGHUP}) ::signal(signal_number, SIG_DFL);
     int status = 255;
     try {
       enter_user_namespace(mode, uid, gid, ready.write.get(), mapped.read.get());
@@ -509,6 +513,8 @@ int run_in_user_namespace(RootMode requested, const std::function<int()>& body) 
   mapped.write.reset();
   std::string message = read_all(errors.read.get());  // EOF at exit, or at exec (close-on-exec)
   int status = reap();
+  // The child died of the same Ctrl-C: unwind the caller (temporary sandboxes removed).
+  throw_if_interrupted();
   if (!message.empty()) throw Error(message);
   return exit_status(status);
 }

@@ -67,7 +67,9 @@ std::optional<SubidRange> caller_subid_range(const std::string& file);
 // (fakeroot_subid), packing files the caller outside could not read. The child shares
 // nothing with the parent after fork but open fds and memory copies: results travel back
 // only through the return value or fds. An exception thrown by body is rethrown in the
-// parent as capsa::Error with the same message.
+// parent as capsa::Error with the same message. SIGINT/SIGTERM/SIGHUP have their default
+// action in the child; when capsa's interrupt handlers (util/interrupt.hpp) saw one, the
+// parent throws Interrupted after reaping the child (run_in_sandbox too).
 int run_in_user_namespace(RootMode mode, const std::function<int()>& body);
 
 // Removes a sandbox tree made in `mode` (by unpack_to_directory inside

@@ -107,9 +107,14 @@ class DirectoryPacker {
       node->explicit_attrs = true;
       if (S_ISDIR(st.st_mode)) {
         node->kind = Kind::Directory;
-        UniqueFd child(::openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-        if (!child) throw_errno(where(path));
+        // A directory's mode is put back only once its entries are read: listing and
+        // stat'ing them needs the r and x bits for as long as that takes.
+        bool opened_up = false;
+        UniqueFd child = open_readable(dir_fd, name, path, st, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
+                                       &opened_up);
+        if (opened_up) ::fchmod(child.get(), (st.st_mode & 07777) | S_IRUSR | S_IXUSR);
         pack_directory(child.get(), *node, path);
+        if (opened_up) ::fchmod(child.get(), st.st_mode & 07777);
       } else if (!S_ISDIR(st.st_mode) && st.st_nlink > 1 && links_.count({st.st_dev, st.st_ino})) {
         node->kind = Kind::Hardlink;
         node->link_target = links_[{st.st_dev, st.st_ino}];
@@ -131,8 +136,7 @@ class DirectoryPacker {
   }
 
   void pack_file(int dir_fd, const std::string& name, const std::string& path, const struct stat& st, Node& node) {
-    UniqueFd fd(::openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
-    if (!fd) throw_errno("reading " + where(path));
+    UniqueFd fd = open_readable(dir_fd, name, path, st, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     node.file_inode = writer_.begin_file();
     std::vector<char>& buffer = buffer_;
     std::uint64_t done = 0;
@@ -147,6 +151,26 @@ class DirectoryPacker {
     writer_.end_file();
     if (done != static_cast<std::uint64_t>(st.st_size))
       throw Error(where(path) + " changed size while being packed (is the sandbox still in use?)");
+  }
+
+  // Opens an entry to read it. An unprivileged caller's own entry that its mode makes
+  // unreadable (0000: root-made files of a fakeroot build) is opened after a moment with
+  // u+rx added, then its mode is put back: the image records the mode from `st`.
+  UniqueFd open_readable(int dir_fd, const std::string& name, const std::string& path, const struct stat& st,
+                         int flags, bool* opened_up = nullptr) const {
+    UniqueFd fd(::openat(dir_fd, name.c_str(), flags));
+    if (fd || errno != EACCES || st.st_uid != ::geteuid()) {
+      if (!fd) throw_errno("reading " + where(path));
+      return fd;
+    }
+    if (::fchmodat(dir_fd, name.c_str(), (st.st_mode & 07777) | S_IRUSR | S_IXUSR, 0) != 0)
+      throw SystemError("reading " + where(path), EACCES);
+    fd.reset(::openat(dir_fd, name.c_str(), flags));
+    int err = errno;
+    ::fchmodat(dir_fd, name.c_str(), st.st_mode & 07777, 0);
+    if (!fd) throw SystemError("reading " + where(path), err);
+    if (opened_up) *opened_up = true;
+    return fd;
   }
 
   std::string read_link(int dir_fd, const std::string& name, const std::string& path, const struct stat& st) const {

@@ -421,9 +421,9 @@ void Reader::Impl::walk_directory(TreeVisitor& visitor, const sqfs_inode_generic
     if (child.type == Entry::Type::Directory) {
       walk_directory(visitor, *inode, child, child_path, depth + 1);
     } else {
-      const sqfs_inode_generic_t& file = *inode;
+      const sqfs_inode_generic_t& file_inode = *inode;
       visitor.visit(child, [&](const std::function<void(const char*, std::size_t)>& sink) {
-        read_content(file, child_path, sink);
+        read_content(file_inode, child_path, sink);
       });
     }
     inode.reset();

@@ -161,8 +161,9 @@ class Unpacker : public TreeVisitor {
       warned_links_ = true;
       return;
     }
-    int copy = ::open(fd_path(fd).c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC);
-    if (copy < 0) copy = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    // A duplicate, not a reopening of /proc/self/fd/N (with O_NOFOLLOW that would be
+    // the proc link itself, which linkat refuses with EXDEV).
+    int copy = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
     if (copy < 0) throw_errno("keeping a hard-link source open");
     pending_[entry.inode_number] = {UniqueFd(copy), entry.nlink - 1};
   }

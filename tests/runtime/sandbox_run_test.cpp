@@ -4,7 +4,9 @@
 // in the sandbox directory, exit statuses, nothing left mounted, and apt-get installing
 // a package from this machine's Debian mirror inside the test Debian image.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -19,6 +21,7 @@
 #include "support/test_env.hpp"
 #include "support/test_registry.hpp"
 #include "util/error.hpp"
+#include "util/interrupt.hpp"
 
 namespace capsa::runtime {
 namespace {
@@ -62,6 +65,14 @@ void unpack_sandbox(const std::string& sif, const std::string& dir, RootMode mod
   }
 }
 
+BindSpec bind_of(const std::string& source, const std::string& destination, bool read_only = false) {
+  BindSpec spec;
+  spec.source = source;
+  spec.destination = destination;
+  spec.read_only = read_only;
+  return spec;
+}
+
 std::string mountinfo() { return test::read_file("/proc/self/mountinfo"); }
 
 std::vector<std::string> listing(const std::string& dir) {
@@ -91,7 +102,7 @@ TEST_P(SandboxRun, CommandRunsAsRootInsideAndWritesIntoTheSandbox) {
   command.rootfs = sandbox;
   command.mode = mode;
   command.env = kEnv;
-  command.binds = {{work / "data", "/data"}};
+  command.binds = {bind_of(work / "data", "/data")};
   command.cwd = "/etc";
   command.argv = {"/bin/sh", "-c",
                   "id -u > /uid-inside; pwd > /cwd-inside; touch /made-inside; "
@@ -107,8 +118,12 @@ TEST_P(SandboxRun, CommandRunsAsRootInsideAndWritesIntoTheSandbox) {
   EXPECT_EQ(test::read_file(work / "data/from-sandbox"), "via-bind\n");
   struct stat st {};
   ASSERT_EQ(::lstat((sandbox + "/made-inside").c_str(), &st), 0);
-  if (mode == RootMode::real_root) EXPECT_EQ(st.st_uid, 1u) << "root's chown is real";
-  if (mode == RootMode::fakeroot_emulated) EXPECT_EQ(st.st_uid, ::getuid()) << "emulated chown changes nothing";
+  if (mode == RootMode::real_root) {
+    EXPECT_EQ(st.st_uid, 1u) << "root's chown is real";
+  }
+  if (mode == RootMode::fakeroot_emulated) {
+    EXPECT_EQ(st.st_uid, ::getuid()) << "emulated chown changes nothing";
+  }
   if (mode == RootMode::fakeroot_subid) {
     EXPECT_EQ(st.st_uid, caller_subid_range("/etc/subuid")->start) << "uid 1 inside is the range's first id";
     EXPECT_EQ(st.st_gid, caller_subid_range("/etc/subgid")->start);
@@ -140,6 +155,37 @@ TEST_P(SandboxRun, ExitStatusAndSignalsComeBack) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("/no/such/program"), std::string::npos) << e.what();
   }
+}
+
+TEST_P(SandboxRun, CtrlCReachesTheCommandAndUnwindsTheCaller) {
+  const RootMode mode = GetParam();
+  unpack_sandbox(test::sif_fixture("real/busybox_amd64.sif"), sandbox, mode);
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  // In a child process: the interrupt handlers set a flag that stays set.
+  std::fflush(nullptr);
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    install_interrupt_handlers();
+    SandboxCommand command;
+    command.rootfs = sandbox;
+    command.mode = mode;
+    command.env = kEnv;
+    // As a terminal's Ctrl-C does: capsa (the command's parent) and the command both get SIGINT.
+    command.argv = {"/bin/sh", "-c", "kill -INT $PPID; kill -INT $$; sleep 5; echo not-reached > /reached"};
+    try {
+      run_in_sandbox(command);
+    } catch (const Interrupted& e) {
+      ::_exit(e.signal_number() == SIGINT ? 0 : 2);
+    } catch (...) {
+      ::_exit(3);
+    }
+    ::_exit(4);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
+  EXPECT_FALSE(std::filesystem::exists(sandbox + "/reached"));
 }
 
 // The slow one: apt-get update and install from the mirror inside the Debian test image.
@@ -174,7 +220,7 @@ TEST_P(AptInSandbox, AptGetInstallWorks) {
   // The host's apt sources, as a build with -B would see them (the name resolves through
   // the host's /etc/hosts, which every sandbox run sees).
   if (std::filesystem::exists("/etc/apt/sources.list.d"))
-    command.binds.push_back({"/etc/apt/sources.list.d", "/etc/apt/sources.list.d", true});
+    command.binds.push_back(bind_of("/etc/apt/sources.list.d", "/etc/apt/sources.list.d", true));
   command.argv = {"/bin/sh", "-e", "-c",
                   "apt-get -q update > /tmp/apt.log 2>&1 || { cat /tmp/apt.log; exit 1; }\n"
                   "apt-get -q install -y --no-install-recommends hello > /tmp/apt.log 2>&1 || { cat /tmp/apt.log; exit 2; }\n"
@@ -189,9 +235,9 @@ TEST_P(AptInSandbox, AptGetInstallWorks) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, SandboxRun, ::testing::ValuesIn(modes_here()),
-                         [](const auto& info) { return mode_label(info.param); });
+                         [](const auto& param_info) { return mode_label(param_info.param); });
 INSTANTIATE_TEST_SUITE_P(Modes, AptInSandbox, ::testing::ValuesIn(modes_here()),
-                         [](const auto& info) { return mode_label(info.param); });
+                         [](const auto& param_info) { return mode_label(param_info.param); });
 
 TEST(RootModes, RealRootNeedsRootAndAutoPicksAFakerootMode) {
   if (::geteuid() == 0) {

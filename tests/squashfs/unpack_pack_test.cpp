@@ -106,7 +106,9 @@ void make_tree(const std::string& root, bool foreign_owners) {
   write(p("bin/suid"), "#!/bin/sh\n", 04755);
   write(p("bin/sgid"), "#!/bin/sh\n", 02755);
   write(p("empty"), "", 0644);
-  write(p("unreadable"), "secret\n", 0000);
+  // Mode 0000: readable for root (the manifest tool reads it); unprivileged callers get
+  // their own test (PackReadsTheOwnersUnreadableFiles).
+  if (foreign_owners) write(p("unreadable"), "secret\n", 0000);
   write(p("private/key"), "k", 0600);
   std::string big(3 * 128 * 1024 + 777, '\0');
   std::mt19937 random(7);
@@ -227,18 +229,98 @@ std::string extract_partition(const std::string& sif_path, const std::string& ou
 
 TEST_F(UnpackPack, SifToSandboxToSquashfsEqualsTheOriginal) {
   const std::string sif = test::sif_fixture("real/busybox_amd64.sif");
-  unpack_to_directory(sif, work / "sandbox");
-  PackOptions options;
-  if (::geteuid() != 0) {
-    options.owner_as_root = ::getuid();
-    options.group_as_root = ::getgid();
-  }
-  std::uint64_t bytes = 0;
-  std::string packed = pack_at_offset(work / "sandbox", work / "packed.squashfs", options, &bytes);
   std::string original = manifest_of_squashfs(extract_partition(sif, work / "original.squashfs"));
   ASSERT_NE(original.find("bin/busybox"), std::string::npos) << original;
-  EXPECT_EQ(manifest_of_squashfs(packed), original);
-  EXPECT_EQ(mtimes_of(work / "sandbox").count("bin/busybox"), 1u);
+  // The image has entries owned by 1, 8 and 65534: exact owners need root, or the
+  // subordinate ids of a fakeroot user namespace (unpack and pack both inside it).
+  runtime::RootMode mode = runtime::RootMode::real_root;
+  if (::geteuid() != 0) mode = runtime::resolve_root_mode(runtime::RootMode::fakeroot_auto);
+  const std::string sandbox = work / "inner";
+  int status = runtime::run_in_user_namespace(mode, [&] {
+    unpack_to_directory(sif, sandbox);
+    PackOptions options;
+    if (mode == runtime::RootMode::fakeroot_emulated) {
+      options.owner_as_root = ::getuid();  // 0 here; a no-op kept for clarity
+    }
+    std::uint64_t bytes = 0;
+    pack_at_offset(sandbox, work / "packed.squashfs", options, &bytes);
+    return bytes > 0 ? 0 : 1;
+  });
+  ASSERT_EQ(status, 0);
+  std::string packed = manifest_of_squashfs(work / "packed.squashfs");
+  if (mode == runtime::RootMode::fakeroot_emulated) {
+    // Only 0 is mapped: every owner becomes root.
+    EXPECT_EQ(packed, with_owners(original, "0", "0"));
+  } else {
+    EXPECT_EQ(packed, original);
+  }
+}
+
+TEST_F(UnpackPack, SubordinateIdsMapBackWhenPackedFromOutside) {
+  if (::geteuid() == 0) GTEST_SKIP() << "the unprivileged run covers subordinate ids";
+  if (runtime::resolve_root_mode(runtime::RootMode::fakeroot_auto) != runtime::RootMode::fakeroot_subid)
+    GTEST_SKIP() << "no /etc/subuid range for this user";
+  const std::string tree = work / "inner";
+  const std::string inside_manifest = work / "inside.manifest";
+  // Made inside the namespace: on disk the owners are the caller and subordinate ids.
+  int status = runtime::run_in_user_namespace(runtime::RootMode::fakeroot_subid, [&] {
+    ::mkdir(tree.c_str(), 0755);
+    std::ofstream(tree + "/root-file") << "root\n";
+    std::ofstream(tree + "/user-file") << "user\n";
+    ::mkdir((tree + "/svc").c_str(), 0755);
+    std::ofstream(tree + "/svc/data") << "data\n";
+    ::chmod((tree + "/svc/data").c_str(), 0644);
+    ::chmod((tree + "/root-file").c_str(), 0644);
+    ::chmod((tree + "/user-file").c_str(), 0644);
+    if (::chown((tree + "/user-file").c_str(), 1234, 5678) != 0 || ::chown((tree + "/svc").c_str(), 42, 65534) != 0 ||
+        ::chown((tree + "/svc/data").c_str(), 42, 42) != 0)
+      return 1;
+    auto listed = run_process({"/usr/bin/python3", CAPSA_TREE_MANIFEST, tree});
+    std::ofstream(inside_manifest) << listed.out;
+    return listed.exit_code;
+  });
+  ASSERT_EQ(status, 0);
+  PackOptions options;
+  options.owner_as_root = ::getuid();
+  options.group_as_root = ::getgid();
+  auto subuid = runtime::caller_subid_range("/etc/subuid");
+  auto subgid = runtime::caller_subid_range("/etc/subgid");
+  options.subuid_start = subuid->start;
+  options.subuid_count = subuid->count;
+  options.subgid_start = subgid->start;
+  options.subgid_count = subgid->count;
+  // Outside, the caller reads only what the modes let anyone read: the tree is world-readable.
+  std::string expected = test::read_file(inside_manifest);
+  std::uint64_t bytes = 0;
+  std::string image = pack_at_offset(tree, work / "outside.squashfs", options, &bytes);
+  EXPECT_EQ(manifest_of_squashfs(image), expected);
+  EXPECT_NE(expected.find("user-file\tfile\t0644\t1234\t5678"), std::string::npos) << expected;
+}
+
+TEST_F(UnpackPack, PackReadsTheOwnersUnreadableFiles) {
+  // A fakeroot build's %post may leave files and directories their owner cannot read
+  // (mode 0000, as root-made files often are); the caller owns them and may pack them.
+  ASSERT_EQ(::mkdir((work / "tree").c_str(), 0755), 0);
+  write(work / "tree/locked-file", "secret\n", 0644);
+  ASSERT_EQ(::mkdir((work / "tree/locked-dir").c_str(), 0755), 0);
+  write(work / "tree/locked-dir/inside", "in\n", 0644);
+  ::chmod((work / "tree/locked-file").c_str(), 0000);
+  ::chmod((work / "tree/locked-dir").c_str(), 0000);
+  std::uint64_t bytes = 0;
+  pack_at_offset(work / "tree", work / "image.squashfs", {}, &bytes);
+  ::chmod((work / "tree/locked-dir").c_str(), 0755);
+  unpack_to_directory(work / "image.squashfs", work / "out");
+  struct stat st {};
+  ASSERT_EQ(::stat((work / "tree/locked-file").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0000u) << "the source's mode is restored";
+  ASSERT_EQ(::stat((work / "out/locked-file").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0000u);
+  ::chmod((work / "out/locked-file").c_str(), 0600);
+  EXPECT_EQ(test::read_file(work / "out/locked-file"), "secret\n");
+  ASSERT_EQ(::stat((work / "out/locked-dir").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0000u);
+  ::chmod((work / "out/locked-dir").c_str(), 0755);
+  EXPECT_EQ(test::read_file(work / "out/locked-dir/inside"), "in\n");
 }
 
 TEST_F(UnpackPack, RefusesANonEmptyTarget) {
