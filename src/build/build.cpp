@@ -141,7 +141,8 @@ std::string script_text(const Script& script, const std::string& file) {
   std::string name;
   for (char c : base)
     if (c != '\'' && c != '\\' && c != '\n') name += c;
-  std::string prelude = "PS4='+ " + name + ":${LINENO}: '; set -x\n";
+  // dash leaves LINENO empty in traces: then the prompt names the file only.
+  std::string prelude = "PS4='+ " + name + "${LINENO:+:$LINENO}: '; set -x\n";
   std::size_t padding = script.line > 1 ? static_cast<std::size_t>(script.line - 1) : 0;
   return prelude + std::string(padding, '\n') + script.body;
 }
