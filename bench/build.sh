@@ -3,7 +3,8 @@
 #   capsa build as root (real root),
 #   capsa build --fakeroot as root (a user namespace; emulated root unless root has subuid ranges),
 #   capsa build as the unprivileged test user capsa-test (fakeroot with its subuid/subgid ranges),
-#   Charliecloud: ch-image build of the equivalent Dockerfile (root emulation by seccomp),
+#   Charliecloud: ch-image build --force of the equivalent Dockerfile (its unprivileged-build
+#     workarounds for Debian: fakeroot(1) injected into RUN),
 #     then ch-convert -o squash, so that every tool ends with one squashfs image.
 # For each: wall time, CPU time (user+sys), peak RSS, peak extra disk used while it ran
 # (sampled from the file system holding every cache and temporary), and the output size.
@@ -75,8 +76,8 @@ run() {
 }
 
 capsa_env() { echo "CAPSA_CACHEDIR='$work/$1-cache' TMPDIR='$work/$1-tmp' APPTAINER_NOHTTPS=1"; }
-mkdir -p "$work/root-tmp" "$work/fakeroot-tmp" "$work/user-tmp" "$work/user-out"
-chown capsa-test "$work/user-tmp" "$work/user-out" 2>/dev/null || true
+mkdir -p "$work/root-tmp" "$work/fakeroot-tmp" "$work/user-tmp" "$work/user-cache" "$work/user-out"
+chown capsa-test "$work/user-tmp" "$work/user-cache" "$work/user-out" 2>/dev/null || true
 
 run capsa-root "$work/root.sif" sh -c "$(capsa_env root) '$capsa' build -q '$work/root.sif' '$work/recipe.def'"
 run capsa-fakeroot "$work/fakeroot.sif" sh -c "$(capsa_env fakeroot) '$capsa' build -q --fakeroot '$work/fakeroot.sif' '$work/recipe.def'"
@@ -85,7 +86,7 @@ if id capsa-test >/dev/null 2>&1; then
     "cd /tmp && $(capsa_env user) '$capsa' build -q '$work/user-out/user.sif' '$work/recipe.def'" || true
 fi
 charliecloud="cd '$work/ch-context' && USER=root REQUESTS_CA_BUNDLE='$state/ca.pem' CH_IMAGE_STORAGE='$work/ch-storage' \
-  /usr/bin/python3 /usr/bin/ch-image --tls-no-verify build -t bench-build -f Dockerfile . &&
+  /usr/bin/python3 /usr/bin/ch-image --tls-no-verify build --force -t bench-build -f Dockerfile . &&
   USER=root CH_IMAGE_STORAGE='$work/ch-storage' ch-convert -i ch-image -o squash bench-build '$work/charliecloud.sqfs'"
 run charliecloud "$work/charliecloud.sqfs" sh -c "$charliecloud" || true
 

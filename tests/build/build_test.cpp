@@ -310,6 +310,48 @@ TEST_F(Build, ExistingTargetNeedsForce) {
   EXPECT_NE(inspect.out.find("Kind: scratch"), std::string::npos) << inspect.out << inspect.err;
 }
 
+TEST_F(Build, SectionRunsOnlyTheNamedSections) {
+  std::string recipe = def("sections-only.def",
+      "Bootstrap: docker\nFrom: " + registry("public/busybox:1.0") + "\n"
+      "%post\n    exit 9\n"
+      "%runscript\n    echo not written\n"
+      "%labels\n    Only labels\n");
+  std::string sif = work / "labels-only.sif";
+  auto built = capsa({"build", "--section", "labels", sif, recipe});
+  ASSERT_EQ(built.exit_code, 0) << built.err;  // the failing %post was skipped
+  EXPECT_NE(capsa({"inspect", "--labels", sif}).out.find("Only: labels"), std::string::npos);
+  EXPECT_EQ(capsa({"inspect", "--runscript", sif}).out.find("not written"), std::string::npos);
+  auto failing = capsa({"build", "--section", "post,labels", work / "post.sif", recipe});
+  EXPECT_NE(failing.err.find("%post failed with exit status 9"), std::string::npos) << failing.err;
+}
+
+// The first Debian mirror this machine's apt names (deb822 or one-line format).
+std::string host_debian_mirror() {
+  auto found = run_process({"sh", "-c",
+      "cat /etc/apt/sources.list.d/*.sources 2>/dev/null | awk '/^URIs:/ {print $2; exit}'; "
+      "cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null | awk '$1 == \"deb\" {print $2; exit}'"});
+  std::istringstream lines(found.out);
+  std::string first;
+  std::getline(lines, first);
+  return first.empty() ? "http://deb.debian.org/debian" : first;
+}
+
+TEST_F(Build, DebootstrapMakesADebianImage) {
+  if (!is_root()) GTEST_SKIP() << "debootstrap needs real root (device nodes, chroot as root)";
+  if (!test::have_program("debootstrap")) GTEST_SKIP() << "debootstrap is not installed";
+  std::string recipe = def("debootstrap.def",
+      "Bootstrap: debootstrap\nOSVersion: bookworm\nMirrorURL: " + host_debian_mirror() + "\nInclude: hello\n"
+      "%runscript\n    exec hello\n");
+  std::string sif = work / "debootstrap.sif";
+  auto built = capsa({"build", "-q", sif, recipe}, {}, 1800);
+  ASSERT_EQ(built.exit_code, 0) << built.err;
+  EXPECT_TRUE(leftovers().empty());
+  auto run = capsa({"run", sif});
+  EXPECT_EQ(run.out, "Hello, world!\n") << run.err;
+  EXPECT_NE(capsa({"inspect", "--labels", sif}).out.find("org.label-schema.usage.singularity.deffile.osversion: bookworm"),
+            std::string::npos);
+}
+
 TEST_F(Build, ConversionsSifToSandboxToSif) {
   std::string first = work / "busybox.sif";
   auto pulled = capsa({"build", first, "docker://" + registry("public/busybox:1.0")});
