@@ -15,6 +15,7 @@
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -26,6 +27,7 @@
 #include "runtime/seccomp_fakeroot.hpp"
 #include "util/error.hpp"
 #include "util/fd.hpp"
+#include "squashfs/unpack.hpp"
 #include "util/interrupt.hpp"
 
 namespace capsa::runtime {
@@ -372,6 +374,42 @@ void remove_tree(const std::string& path) {
 }
 
 }  // namespace
+
+void unpack_sandbox(const std::string& image_path, const std::string& directory, RootMode mode) {
+  RootMode resolved = resolve_root_mode(mode);
+  if (resolved != RootMode::fakeroot_subid) {
+    squashfs::unpack_to_directory(image_path, directory);
+    return;
+  }
+  run_in_user_namespace(resolved, [&] {
+    squashfs::unpack_to_directory(image_path, directory);
+    return 0;
+  });
+}
+
+std::uint64_t pack_sandbox(const std::string& directory, int fd, std::uint64_t offset, RootMode mode,
+                           squashfs::PackOptions options) {
+  RootMode resolved = resolve_root_mode(mode);
+  if (resolved == RootMode::fakeroot_emulated) {
+    options.owner_as_root = ::getuid();
+    options.group_as_root = ::getgid();
+  }
+  if (resolved != RootMode::fakeroot_subid) return squashfs::pack_directory(directory, fd, offset, options);
+  // The size comes back through a pipe: the child's exit status is too small for it.
+  Pipe result;
+  run_in_user_namespace(resolved, [&] {
+    result.read.reset();
+    std::uint64_t bytes = squashfs::pack_directory(directory, fd, offset, options);
+    write_all(result.write.get(), {reinterpret_cast<const std::uint8_t*>(&bytes), sizeof bytes});
+    return 0;
+  });
+  result.write.reset();
+  std::uint64_t bytes = 0;
+  std::string raw = read_all(result.read.get());
+  if (raw.size() != sizeof bytes) throw Error("packing " + directory + ": no size came back from the fakeroot namespace");
+  std::memcpy(&bytes, raw.data(), sizeof bytes);
+  return bytes;
+}
 
 void remove_sandbox(const std::string& path, RootMode mode) {
   struct stat st {};
