@@ -17,6 +17,7 @@
 #include <memory>
 #include <sstream>
 
+#include "gpu/fake_driver.hpp"
 #include "runtime/sandbox_run.hpp"
 #include "squashfs/reader.hpp"
 #include "squashfs/unpack.hpp"
@@ -206,6 +207,34 @@ TEST_P(SandboxRun, CtrlCReachesTheCommandAndUnwindsTheCaller) {
   ASSERT_EQ(::waitpid(pid, &status, 0), pid);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
   EXPECT_FALSE(std::filesystem::exists(sandbox + "/reached"));
+}
+
+TEST_P(SandboxRun, NvBindsTheDriverForTheRunOnly) {
+  const RootMode mode = GetParam();
+  if (!std::filesystem::exists(test::fake_nvidia("lib"))) GTEST_SKIP() << "no fake-nvidia fixture";
+  unpack_for(test::sif_fixture("real/busybox_amd64.sif"), sandbox, mode);
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  const auto libs_before = listing(sandbox + "/.singularity.d/libs");
+  const bool had_usr_bin = std::filesystem::exists(sandbox + "/usr/bin");
+  // The fake driver as the host's (tests/gpu/fake_driver.hpp): its ld.so cache, its tools on PATH.
+  const std::string old_path = std::getenv("PATH") ? std::getenv("PATH") : "/usr/bin:/bin";
+  ::setenv("CAPSA_LDSO_CACHE", test::fake_cache().c_str(), 1);
+  ::setenv("PATH", (test::fake_nvidia("bin") + ":" + old_path).c_str(), 1);
+  SandboxCommand command;
+  command.rootfs = sandbox;
+  command.mode = mode;
+  command.env = kEnv;
+  command.nv = true;
+  command.argv = {"/bin/sh", "-c", "ls /.singularity.d/libs | grep -e cuda -e nvidia > /libs-inside; "
+                                   "test -x /usr/bin/nvidia-smi && echo smi-ok >> /libs-inside"};
+  int status = run_in_sandbox(command);
+  ::setenv("PATH", old_path.c_str(), 1);
+  ::unsetenv("CAPSA_LDSO_CACHE");
+  EXPECT_EQ(status, 0);
+  EXPECT_EQ(test::read_file(sandbox + "/libs-inside"),
+            "libcuda.so.1\nlibnvidia-ml.so.1\nlibnvidia-ptxjitcompiler.so.1\nsmi-ok\n");
+  EXPECT_EQ(listing(sandbox + "/.singularity.d/libs"), libs_before) << "no driver file stays in the image";
+  EXPECT_EQ(std::filesystem::exists(sandbox + "/usr/bin"), had_usr_bin);
 }
 
 // The slow one: apt-get update and install from the mirror inside the Debian test image.
