@@ -64,6 +64,8 @@ std::vector<MountStep> sandbox_plan(const SandboxCommand& command) {
   for (const BindSpec& bind : command.binds) {
     if (bind.image_source || bind.sif_id)
       throw Error("bind " + bind.source + ": image-src/id binds are not supported while building");
+    if (bind.destination.empty() || bind.destination[0] != '/')
+      throw Error("bind " + bind.source + ": the destination \"" + bind.destination + "\" must be an absolute path");
     MountStep step = host_bind(bind.source, bind.destination, false, true);
     step.read_only = bind.read_only;
     steps.push_back(step);

@@ -169,6 +169,11 @@ TEST_P(SandboxRun, ExitStatusAndSignalsComeBack) {
   EXPECT_EQ(run_in_sandbox(command), 128 + 15);
   command.argv = {"true"};  // found through the command's PATH
   EXPECT_EQ(run_in_sandbox(command), 0);
+  command.binds = {bind_of("/tmp", "relative/destination")};
+  EXPECT_THROW(run_in_sandbox(command), Error);
+  command.binds = {bind_of("/no/such/host/path", "/data")};
+  EXPECT_THROW(run_in_sandbox(command), Error);
+  command.binds.clear();
   command.argv = {"/no/such/program"};
   try {
     run_in_sandbox(command);
