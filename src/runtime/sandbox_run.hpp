@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "runtime/bind_spec.hpp"
+#include "squashfs/pack.hpp"
 
 namespace capsa::runtime {
 
@@ -71,6 +72,16 @@ std::optional<SubidRange> caller_subid_range(const std::string& file);
 // action in the child; when capsa's interrupt handlers (util/interrupt.hpp) saw one, the
 // parent throws Interrupted after reaping the child (run_in_sandbox too).
 int run_in_user_namespace(RootMode mode, const std::function<int()>& body);
+
+// SIF/squashfs -> sandbox and sandbox -> squashfs the way a build in `mode` needs them:
+// fakeroot_subid works inside its user namespace (owners kept as subordinate ids on disk,
+// every file readable while packing); real_root in this process, owners exact;
+// fakeroot_emulated in this process, everything owned by the caller on disk and recorded
+// as root in the image (owner_as_root/group_as_root set to the caller). pack_sandbox
+// returns the bytes written at `offset` of `fd`, as squashfs::pack_directory.
+void unpack_sandbox(const std::string& image_path, const std::string& directory, RootMode mode);
+std::uint64_t pack_sandbox(const std::string& directory, int fd, std::uint64_t offset, RootMode mode,
+                           squashfs::PackOptions options = {});
 
 // Removes a sandbox tree made in `mode` (by unpack_to_directory inside
 // run_in_user_namespace, or by commands run_in_sandbox ran): entries owned by subordinate

@@ -9,18 +9,24 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fcntl.h>
+
 #include <filesystem>
+#include <map>
 #include <fstream>
 #include <memory>
 #include <sstream>
 
+#include "gpu/fake_driver.hpp"
 #include "runtime/sandbox_run.hpp"
+#include "squashfs/reader.hpp"
 #include "squashfs/unpack.hpp"
 #include "support/process.hpp"
 #include "support/temp_dir.hpp"
 #include "support/test_env.hpp"
 #include "support/test_registry.hpp"
 #include "util/error.hpp"
+#include "util/fd.hpp"
 #include "util/interrupt.hpp"
 
 namespace capsa::runtime {
@@ -51,18 +57,33 @@ std::string mode_label(RootMode mode) {
   }
 }
 
-// A sandbox as a build makes it: unpacked with owners kept, inside the user namespace
-// when subordinate ids exist (where chown to them works).
-void unpack_sandbox(const std::string& sif, const std::string& dir, RootMode mode) {
-  if (mode == RootMode::fakeroot_subid) {
-    ASSERT_EQ(run_in_user_namespace(mode, [&] {
-                squashfs::unpack_to_directory(sif, dir);
-                return 0;
-              }),
-              0);
-  } else {
-    squashfs::unpack_to_directory(sif, dir);
-  }
+void unpack_for(const std::string& sif, const std::string& dir, RootMode mode) {
+  ASSERT_NO_THROW(runtime::unpack_sandbox(sif, dir, mode));
+}
+
+// Owner ids of every entry of a squashfs image, by absolute path.
+std::map<std::string, std::pair<std::uint32_t, std::uint32_t>> owners_in_image(const std::string& image) {
+  struct Owners : squashfs::TreeVisitor {
+    std::vector<std::string> dirs;
+    std::map<std::string, std::pair<std::uint32_t, std::uint32_t>> owners;
+    std::string path(const squashfs::Entry& e) const {
+      std::string p;
+      for (const auto& d : dirs) p += "/" + d;
+      return e.name.empty() ? (p.empty() ? "/" : p) : p + "/" + e.name;
+    }
+    void enter_directory(const squashfs::Entry& e) override {
+      owners[path(e)] = {e.uid, e.gid};
+      if (!e.name.empty()) dirs.push_back(e.name);
+    }
+    void leave_directory(const squashfs::Entry& e) override {
+      if (!e.name.empty()) dirs.pop_back();
+    }
+    void visit(const squashfs::Entry& e, const ReadContent&) override { owners[path(e)] = {e.uid, e.gid}; }
+  } visitor;
+  UniqueFd fd = open_file(image, O_RDONLY);
+  squashfs::Reader reader(fd.get(), 0, file_size(fd.get()), image);
+  reader.walk(visitor);
+  return visitor.owners;
 }
 
 BindSpec bind_of(const std::string& source, const std::string& destination, bool read_only = false) {
@@ -91,7 +112,7 @@ class SandboxRun : public ::testing::TestWithParam<RootMode> {
 
 TEST_P(SandboxRun, CommandRunsAsRootInsideAndWritesIntoTheSandbox) {
   const RootMode mode = GetParam();
-  unpack_sandbox(test::sif_fixture("real/busybox_amd64.sif"), sandbox, mode);
+  unpack_for(test::sif_fixture("real/busybox_amd64.sif"), sandbox, mode);
   ASSERT_FALSE(::testing::Test::HasFatalFailure());
   const std::string before = mountinfo();
   const auto etc_before = listing(sandbox + "/etc");
@@ -135,7 +156,7 @@ TEST_P(SandboxRun, CommandRunsAsRootInsideAndWritesIntoTheSandbox) {
 
 TEST_P(SandboxRun, ExitStatusAndSignalsComeBack) {
   const RootMode mode = GetParam();
-  unpack_sandbox(test::sif_fixture("real/busybox_amd64.sif"), sandbox, mode);
+  unpack_for(test::sif_fixture("real/busybox_amd64.sif"), sandbox, mode);
   ASSERT_FALSE(::testing::Test::HasFatalFailure());
   SandboxCommand command;
   command.rootfs = sandbox;
@@ -148,6 +169,11 @@ TEST_P(SandboxRun, ExitStatusAndSignalsComeBack) {
   EXPECT_EQ(run_in_sandbox(command), 128 + 15);
   command.argv = {"true"};  // found through the command's PATH
   EXPECT_EQ(run_in_sandbox(command), 0);
+  command.binds = {bind_of("/tmp", "relative/destination")};
+  EXPECT_THROW(run_in_sandbox(command), Error);
+  command.binds = {bind_of("/no/such/host/path", "/data")};
+  EXPECT_THROW(run_in_sandbox(command), Error);
+  command.binds.clear();
   command.argv = {"/no/such/program"};
   try {
     run_in_sandbox(command);
@@ -159,7 +185,7 @@ TEST_P(SandboxRun, ExitStatusAndSignalsComeBack) {
 
 TEST_P(SandboxRun, CtrlCReachesTheCommandAndUnwindsTheCaller) {
   const RootMode mode = GetParam();
-  unpack_sandbox(test::sif_fixture("real/busybox_amd64.sif"), sandbox, mode);
+  unpack_for(test::sif_fixture("real/busybox_amd64.sif"), sandbox, mode);
   ASSERT_FALSE(::testing::Test::HasFatalFailure());
   // In a child process: the interrupt handlers set a flag that stays set.
   std::fflush(nullptr);
@@ -188,6 +214,34 @@ TEST_P(SandboxRun, CtrlCReachesTheCommandAndUnwindsTheCaller) {
   EXPECT_FALSE(std::filesystem::exists(sandbox + "/reached"));
 }
 
+TEST_P(SandboxRun, NvBindsTheDriverForTheRunOnly) {
+  const RootMode mode = GetParam();
+  if (!std::filesystem::exists(test::fake_nvidia("lib"))) GTEST_SKIP() << "no fake-nvidia fixture";
+  unpack_for(test::sif_fixture("real/busybox_amd64.sif"), sandbox, mode);
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  const auto libs_before = listing(sandbox + "/.singularity.d/libs");
+  const bool had_usr_bin = std::filesystem::exists(sandbox + "/usr/bin");
+  // The fake driver as the host's (tests/gpu/fake_driver.hpp): its ld.so cache, its tools on PATH.
+  const std::string old_path = std::getenv("PATH") ? std::getenv("PATH") : "/usr/bin:/bin";
+  ::setenv("CAPSA_LDSO_CACHE", test::fake_cache().c_str(), 1);
+  ::setenv("PATH", (test::fake_nvidia("bin") + ":" + old_path).c_str(), 1);
+  SandboxCommand command;
+  command.rootfs = sandbox;
+  command.mode = mode;
+  command.env = kEnv;
+  command.nv = true;
+  command.argv = {"/bin/sh", "-c", "ls /.singularity.d/libs | grep -e cuda -e nvidia > /libs-inside; "
+                                   "test -x /usr/bin/nvidia-smi && echo smi-ok >> /libs-inside"};
+  int status = run_in_sandbox(command);
+  ::setenv("PATH", old_path.c_str(), 1);
+  ::unsetenv("CAPSA_LDSO_CACHE");
+  EXPECT_EQ(status, 0);
+  EXPECT_EQ(test::read_file(sandbox + "/libs-inside"),
+            "libcuda.so.1\nlibnvidia-ml.so.1\nlibnvidia-ptxjitcompiler.so.1\nsmi-ok\n");
+  EXPECT_EQ(listing(sandbox + "/.singularity.d/libs"), libs_before) << "no driver file stays in the image";
+  EXPECT_EQ(std::filesystem::exists(sandbox + "/usr/bin"), had_usr_bin);
+}
+
 // The slow one: apt-get update and install from the mirror inside the Debian test image.
 class AptInSandbox : public SandboxRun {
  protected:
@@ -211,7 +265,7 @@ class AptInSandbox : public SandboxRun {
 TEST_P(AptInSandbox, AptGetInstallWorks) {
   const RootMode mode = GetParam();
   ASSERT_FALSE(debian_sif.empty()) << "no Debian image";
-  unpack_sandbox(debian_sif, sandbox, mode);
+  unpack_for(debian_sif, sandbox, mode);
   ASSERT_FALSE(::testing::Test::HasFatalFailure());
   SandboxCommand command;
   command.rootfs = sandbox;
@@ -232,6 +286,18 @@ TEST_P(AptInSandbox, AptGetInstallWorks) {
   EXPECT_TRUE(S_ISREG(st.st_mode));
   EXPECT_NE(test::read_file(sandbox + "/var/lib/dpkg/status").find("Package: hello\n"), std::string::npos);
   EXPECT_FALSE(std::filesystem::exists(sandbox + "/tmp/apt.log")) << "/tmp was a scratch tmpfs";
+
+  // Packed as the build would: owners as the build made them. apt-get update chowns its
+  // download directory to _apt (uid 42 in Debian): real with real root and subordinate
+  // ids, pretended under emulation, where every file is recorded as root.
+  UniqueFd out = open_file(work / "packed.squashfs", O_RDWR | O_CREAT | O_TRUNC, 0644);
+  std::uint64_t bytes = pack_sandbox(sandbox, out.get(), 0, mode);
+  EXPECT_EQ(bytes, file_size(out.get()));
+  auto owners = owners_in_image(work / "packed.squashfs");
+  EXPECT_EQ(owners.at("/usr/bin/hello"), std::make_pair(0u, 0u));
+  EXPECT_EQ(owners.at("/"), std::make_pair(0u, 0u));
+  const std::uint32_t apt_uid = mode == RootMode::fakeroot_emulated ? 0 : 42;
+  EXPECT_EQ(owners.at("/var/lib/apt/lists/partial").first, apt_uid);
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, SandboxRun, ::testing::ValuesIn(modes_here()),
