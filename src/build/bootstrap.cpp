@@ -11,7 +11,6 @@
 
 #include "build/host_ops.hpp"
 #include "pull/pull.hpp"
-#include "squashfs/unpack.hpp"
 #include "util/error.hpp"
 #include "util/interrupt.hpp"
 
@@ -90,11 +89,7 @@ std::string pull_base_image(const std::string& reference, const BootstrapOptions
 }
 
 void unpack_image(runtime::RootMode mode, const std::string& image, const std::string& rootfs) {
-  as_build_root(mode, "unpack " + image, [&] {
-    squashfs::UnpackOptions unpack;
-    unpack.keep_ownership = true;
-    squashfs::unpack_to_directory(image, rootfs, unpack);
-  });
+  runtime::unpack_sandbox(image, rootfs, mode);
 }
 
 void copy_sandbox(runtime::RootMode mode, const std::string& from, const std::string& rootfs) {

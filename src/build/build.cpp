@@ -1,7 +1,6 @@
 #include "build/build.hpp"
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -240,28 +239,12 @@ void write_sif(Context& ctx, const std::string& rootfs, const std::string& targe
 
   squashfs::PackOptions pack;
   pack.compression = ctx.options.compression;
-  if (ctx.mode == RootMode::fakeroot_emulated) {
-    // Everything on disk is the caller's; inside the image it is root's.
-    pack.owner_as_root = ::getuid();
-    pack.group_as_root = ::getgid();
-  }
   say(ctx, "creating the SIF image " + target);
   sif::PartitionSlot slot(target, create, {def, inspect},
                           sif::partition_input("", sif::FsType::Squashfs, sif::PartType::PrimSys, build_architecture()));
-  std::uint64_t size = 0;
-  if (ctx.mode == RootMode::fakeroot_subid) {
-    // Inside the namespace the subordinate ids read back as the container's own.
-    void* shared = ::mmap(nullptr, sizeof(std::uint64_t), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (shared == MAP_FAILED) throw_errno("mmap");
-    std::unique_ptr<void, void (*)(void*)> unmap(shared, [](void* p) { ::munmap(p, sizeof(std::uint64_t)); });
-    as_build_root(ctx.mode, "pack " + rootfs, [&] {
-      *static_cast<std::uint64_t*>(shared) =
-          squashfs::pack_directory(rootfs, slot.fd(), static_cast<std::uint64_t>(slot.offset()), pack);
-    });
-    size = *static_cast<std::uint64_t*>(shared);
-  } else {
-    size = squashfs::pack_directory(rootfs, slot.fd(), static_cast<std::uint64_t>(slot.offset()), pack);
-  }
+  // Owners as the container sees them: read inside the subid namespace, the caller's
+  // recorded as root under emulation.
+  std::uint64_t size = runtime::pack_sandbox(rootfs, slot.fd(), static_cast<std::uint64_t>(slot.offset()), ctx.mode, pack);
   throw_if_interrupted();
   slot.finish(static_cast<std::int64_t>(size));
   ::chmod(target.c_str(), 0755);  // a SIF runs itself through its #! line
