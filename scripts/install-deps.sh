@@ -4,6 +4,7 @@
 set -eu
 [ "$(id -u)" -eq 0 ] || { echo "install-deps.sh: run as root (it calls apt-get)" >&2; exit 1; }
 
+# libseccomp-dev: the emulated --fakeroot seccomp filter (build); uidmap: newuidmap/newgidmap for --fakeroot with subuid ranges
 packages="
   build-essential cmake ninja-build pkg-config git
   clang libclang-rt-14-dev
@@ -17,6 +18,8 @@ packages="
   python3-jwt python3-cryptography python3-bcrypt python3-zstandard
   python3 tar gzip bc time charliecloud-builders charliecloud-runtime
   crun
+  libseccomp-dev
+  uidmap
 "
 packages="$packages openmpi-bin libopenmpi-dev"          # MPI: host mpirun, mpicc for mpi_app (tests/mpi, bench/mpi.sh)
 packages="$packages munge slurmctld slurmd slurm-client iproute2" # the private test Slurm cluster (tests/slurm; ss checks its ports)

@@ -1,19 +1,45 @@
 // `capsa inspect`: the metadata an image carries in /.singularity.d, read from the SIF's
 // squashfs partition without mounting it. Flags and output as `apptainer inspect`.
+#include <sys/stat.h>
+
 #include <iostream>
 #include <memory>
 
+#include "build/stage_metadata.hpp"
 #include "cli/commands.hpp"
 #include "image/metadata.hpp"
 #include "sif/image.hpp"
 
 namespace capsa::cli {
+namespace {
+
+bool is_directory(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+// A sandbox directory's metadata, only the sections `o` asks for (as read_metadata does).
+image::Metadata sandbox_metadata(const std::string& path, image::InspectOptions o) {
+  image::Metadata m = build::read_sandbox_metadata(path);
+  if (o.all) o.labels = o.deffile = o.runscript = o.startscript = o.test = o.environment = o.helpfile = true;
+  if (!(o.deffile || o.runscript || o.startscript || o.test || o.environment || o.helpfile)) o.labels = true;
+  if (!o.labels) m.labels.clear();
+  if (!o.deffile) m.deffile.clear();
+  if (!o.runscript) m.runscript.clear();
+  if (!o.startscript) m.startscript.clear();
+  if (!o.test) m.test.clear();
+  if (!o.environment) m.environment.clear();
+  if (!o.helpfile) m.helpfile.clear();
+  return m;
+}
+
+}  // namespace
 
 void add_inspect_command(CLI::App& app) {
   auto options = std::make_shared<image::InspectOptions>();
   auto path = std::make_shared<std::string>();
   auto* cmd = app.add_subcommand("inspect", "Show an image's metadata (labels by default)");
-  cmd->add_option("image", *path, "SIF image")->required();
+  cmd->add_option("image", *path, "SIF image or sandbox directory")->required();
   cmd->add_flag("-l,--labels", options->labels, "Show the labels");
   cmd->add_flag("-d,--deffile", options->deffile, "Show the definition file the image was built from");
   cmd->add_flag("-r,--runscript", options->runscript, "Show the runscript");
@@ -25,8 +51,13 @@ void add_inspect_command(CLI::App& app) {
   cmd->add_flag("--all", options->all, "Show every section, as JSON");
   cmd->footer("Reads /.singularity.d straight from the image's squashfs partition; nothing is mounted.");
   cmd->callback([=] {
-    sif::Image sif = sif::Image::open(*path);
-    image::Metadata metadata = image::read_metadata(sif, *options);
+    image::Metadata metadata;
+    if (is_directory(*path)) {
+      metadata = sandbox_metadata(*path, *options);
+    } else {
+      sif::Image sif = sif::Image::open(*path);
+      metadata = image::read_metadata(sif, *options);
+    }
     for (const auto& warning : metadata.warnings) std::cerr << "WARNING: " << warning << "\n";
     std::cout << image::format_inspect(metadata, *options);
   });

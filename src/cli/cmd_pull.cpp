@@ -27,13 +27,6 @@ struct PullFlags {
   std::string dir;
 };
 
-convert::Compressor compressor_named(const std::string& name) {
-  if (name == "zstd") return convert::Compressor::Zstd;
-  if (name == "gzip") return convert::Compressor::Gzip;
-  if (name == "xz") return convert::Compressor::Xz;
-  throw Error("unknown --compression \"" + name + "\" (zstd, gzip or xz)");
-}
-
 pull::PullOptions options_from(const PullFlags& f) {
   pull::PullOptions options;
   if (f.positionals.size() == 1) {
@@ -54,7 +47,7 @@ pull::PullOptions options_from(const PullFlags& f) {
   options.nohttps = f.nohttps;
   if (!f.platform.empty()) options.platform = oci::parse_platform(f.platform);
   else if (!f.arch.empty()) options.platform = oci::platform_from_arch(f.arch);
-  options.compressor = compressor_named(f.compression);
+  options.compressor = convert::compressor_named(f.compression);
   return options;
 }
 

@@ -10,6 +10,7 @@ void add_version_command(CLI::App& app);
 void add_cache_command(CLI::App& app);
 void add_action_commands(CLI::App& app);  // exec, run, shell, test, run-help
 void add_pull_command(CLI::App& app);
+void add_build_command(CLI::App& app);
 
 // The SIF to run for `exec docker://REF` and the like: docker_image.cpp pulls it into
 // the cache (capsa-full); docker_image_forward.cpp hands the whole command to capsa-full

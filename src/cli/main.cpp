@@ -36,7 +36,7 @@ void add_help_command(CLI::App& app) {
 // Commands of Singularity/Apptainer that this version does not have yet: say so plainly
 // instead of a parser error, so a job script fails with a message that explains itself.
 bool reject_unimplemented(const capsa::cli::Invocation& inv) {
-  static const std::vector<std::string> planned = {"build", "instance", "sign", "verify"};
+  static const std::vector<std::string> planned = {"instance", "sign", "verify"};
   if (inv.args.empty()) return false;
   const std::string& command = inv.args.front();
   if (std::find(planned.begin(), planned.end(), command) == planned.end()) return false;
@@ -65,6 +65,7 @@ int main(int argc, char** argv) {
   capsa::cli::add_cache_command(app);
   capsa::cli::add_action_commands(app);
   capsa::cli::add_pull_command(app);
+  capsa::cli::add_build_command(app);
   add_help_command(app);
 
   if (reject_unimplemented(inv)) return 1;

@@ -313,6 +313,13 @@ std::string layer_label(const LayerInput& input, std::size_t index, std::size_t 
 
 }  // namespace
 
+Compressor compressor_named(const std::string& name) {
+  if (name == "zstd") return Compressor::Zstd;
+  if (name == "gzip") return Compressor::Gzip;
+  if (name == "xz") return Compressor::Xz;
+  throw Error("unknown --compression \"" + name + "\" (zstd, gzip or xz)");
+}
+
 std::optional<std::int64_t> source_date_epoch_from_environment() {
   const char* value = std::getenv("SOURCE_DATE_EPOCH");
   if (!value || !*value) return std::nullopt;

@@ -43,6 +43,9 @@ struct ExtraEntry {
 // squashfs-tools 4.5's unsquashfs ("failed to read id table block").
 enum class Compressor { Zstd, Gzip, Xz };
 
+// "zstd", "gzip" or "xz" (the --compression values); Error naming the choices otherwise.
+Compressor compressor_named(const std::string& name);
+
 // Default levels, measured on 920 MiB of Debian binaries and libraries (bench/convert.sh
 // notes): libsquashfs's own zstd default, 15, is about 20 times slower than 3 for ~5%
 // smaller images; gzip 9 (mksquashfs's default) is 1.75 times slower than 6 for 0.5%.

@@ -56,6 +56,8 @@ bool is_shell_name(const std::string& name) {
   return true;
 }
 
+}  // namespace
+
 // Apptainer's build-date label: "Monday_2_August_2021_14:9:36_CDT" (local time, no padding).
 std::string build_date_label(std::int64_t unix_seconds) {
   std::time_t t = static_cast<std::time_t>(unix_seconds);
@@ -69,8 +71,6 @@ std::string build_date_label(std::int64_t unix_seconds) {
          std::to_string(tm.tm_year + 1900) + "_" + std::to_string(tm.tm_hour) + ":" + std::to_string(tm.tm_min) +
          ":" + std::to_string(tm.tm_sec) + "_" + zone;
 }
-
-}  // namespace
 
 std::string docker_runscript(const nlohmann::json& config) {
   const nlohmann::json empty;

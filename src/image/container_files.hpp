@@ -45,6 +45,8 @@ std::string docker_environment(const nlohmann::json& config);
 std::map<std::string, std::string> docker_labels(const OciSource& source);
 // Tab-indented JSON object, keys sorted, no trailing newline (as Go's MarshalIndent).
 std::string labels_json(const std::map<std::string, std::string>& labels);
+// Apptainer's org.label-schema.build-date: "Monday_2_August_2021_14:9:36_CDT" (local time).
+std::string build_date_label(std::int64_t unix_seconds);
 // The generated definition file of a pull: "bootstrap: docker\nfrom: REF\n\n".
 std::string docker_deffile(const std::string& reference);
 

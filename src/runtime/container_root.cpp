@@ -16,8 +16,8 @@
 
 namespace capsa::runtime {
 namespace {
-
 constexpr int kMaxSymlinkHops = 40;
+}  // namespace
 
 // Opens `path` (absolute, inside the container) relative to `root_fd`, following symlinks
 // as the container would: an absolute link restarts at root_fd, ".." stops at it. Returns
@@ -79,6 +79,8 @@ int open_in_root(int root_fd, const std::string& path, int final_flags) {
   }
   return ::fcntl(current(), F_DUPFD_CLOEXEC, 0);
 }
+
+namespace {
 
 std::string fd_path(int fd) { return "/proc/self/fd/" + std::to_string(fd); }
 
@@ -200,6 +202,8 @@ void hide_session_copy(int root_fd, const std::string& session, const MountStep&
   if (copy && ::umount2(fd_path(copy.get()).c_str(), MNT_DETACH) != 0) throw_errno("hiding " + inside);
 }
 
+}  // namespace
+
 void apply_step(int root_fd, const std::string& session, const MountStep& step, bool writable_image) {
   const bool is_bind = step.kind == MountStep::Kind::Bind || step.kind == MountStep::Kind::RecursiveBind;
   if (is_bind) {
@@ -278,11 +282,15 @@ void apply_step(int root_fd, const std::string& session, const MountStep& step, 
   }
 }
 
+namespace {
+
 void write_file(const std::string& path, const std::string& content) {
   std::ofstream out(path, std::ios::binary);
   out << content;
   if (!out) throw Error("cannot write " + path);
 }
+
+}  // namespace
 
 void enter_root(const std::string& root) {
   if (::chdir(root.c_str()) != 0) throw_errno("entering " + root);
@@ -292,8 +300,6 @@ void enter_root(const std::string& root) {
   if (::umount2(".", MNT_DETACH) != 0) throw_errno("detaching the host root");
   if (::chdir("/") != 0) throw_errno("chdir /");
 }
-
-}  // namespace
 
 std::string read_image_file(const std::string& image_root, const std::string& path) {
   UniqueFd root = open_file(image_root, O_PATH | O_DIRECTORY);

@@ -32,6 +32,19 @@ void build_root_and_enter(const RootLayout& layout, const std::vector<MountStep>
                           const std::vector<std::pair<std::string, std::string>>& session_files,
                           const std::function<void(const std::string& root)>& before_enter = {});
 
+// The pieces build_root_and_enter is made of, for roots assembled differently (a build's
+// writable sandbox, runtime/sandbox_run.cpp):
+// Opens `path` (absolute, inside the container) relative to `root_fd`, following symlinks
+// as the container would: an absolute link restarts at root_fd, ".." stops at it. -1 with
+// errno when a component is missing. `final_flags` O_PATH returns an O_PATH fd.
+int open_in_root(int root_fd, const std::string& path, int final_flags);
+// Mounts one step on the tree at root_fd (`session` holds SessionFile sources); the target
+// must exist unless its parent lies on an earlier mount. With `writable_image` (the
+// --writable sandbox is the root) nothing is created in the image itself.
+void apply_step(int root_fd, const std::string& session, const MountStep& step, bool writable_image = false);
+// pivot_root into `root` (a mount point) and detach the host's root.
+void enter_root(const std::string& root);
+
 // Reads a small file of the image at `path` (resolved inside `image_root`); "" when absent.
 std::string read_image_file(const std::string& image_root, const std::string& path);
 

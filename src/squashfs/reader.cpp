@@ -5,6 +5,7 @@
 #include <sqfs/dir.h>
 #include <sqfs/dir_reader.h>
 #include <sqfs/error.h>
+#include <sqfs/id_table.h>
 #include <sqfs/inode.h>
 #include <sqfs/io.h>
 #include <sqfs/super.h>
@@ -14,9 +15,12 @@
 #include <array>
 #include <cerrno>
 #include <deque>
+#include <functional>
 #include <limits>
 #include <new>
+#include <string_view>
 #include <type_traits>
+#include <vector>
 
 #include "util/error.hpp"
 
@@ -129,6 +133,7 @@ struct Reader::Impl {
   std::unique_ptr<sqfs_compressor_t, DestroyObject> compressor;
   std::unique_ptr<sqfs_dir_reader_t, DestroyObject> dirs;
   std::unique_ptr<sqfs_data_reader_t, DestroyObject> data;
+  std::unique_ptr<sqfs_id_table_t, DestroyObject> ids;  // read on the first walk()
   std::string label;
 
   [[noreturn]] void fail(const std::string& what, int code) const {
@@ -143,6 +148,12 @@ struct Reader::Impl {
   InodePtr root() const;
   InodePtr lookup(const sqfs_inode_generic_t& dir, const std::string& name, const std::string& path) const;
   InodePtr resolve(const std::string& path) const;
+
+  void walk_directory(TreeVisitor& visitor, const sqfs_inode_generic_t& dir, const Entry& entry,
+                      const std::string& path, int depth) const;
+  Entry describe_inode(const sqfs_inode_generic_t& inode, std::string name, const std::string& path) const;
+  void read_content(const sqfs_inode_generic_t& inode, const std::string& path,
+                    const std::function<void(const char*, std::size_t)>& sink) const;
 };
 
 void Reader::Impl::open() {
@@ -309,6 +320,127 @@ std::optional<std::vector<std::string>> Reader::list_directory(const std::string
   }
   std::sort(names.begin(), names.end());
   return names;
+}
+
+Entry Reader::Impl::describe_inode(const sqfs_inode_generic_t& inode, std::string name,
+                                   const std::string& path) const {
+  Entry e;
+  e.name = std::move(name);
+  e.mode = inode.base.mode & 07777u;
+  e.mtime = inode.base.mod_time;
+  e.inode_number = inode.base.inode_number;
+  check(sqfs_id_table_index_to_id(ids.get(), inode.base.uid_idx, &e.uid), path + ": owner id");
+  check(sqfs_id_table_index_to_id(ids.get(), inode.base.gid_idx, &e.gid), path + ": group id");
+  auto device = [&](sqfs_u32 devno) {
+    // The kernel's new_encode_dev layout, which squashfs stores.
+    e.major = (devno & 0xfff00u) >> 8;
+    e.minor = (devno & 0xffu) | ((devno >> 12) & 0xfff00u);
+  };
+  switch (inode.base.type) {
+    case SQFS_INODE_DIR: e.type = Entry::Type::Directory; e.nlink = inode.data.dir.nlink; break;
+    case SQFS_INODE_EXT_DIR: e.type = Entry::Type::Directory; e.nlink = inode.data.dir_ext.nlink; break;
+    case SQFS_INODE_FILE:
+    case SQFS_INODE_EXT_FILE: {
+      e.type = Entry::Type::File;
+      e.nlink = inode.base.type == SQFS_INODE_EXT_FILE ? inode.data.file_ext.nlink : 1;
+      sqfs_u64 size = 0;
+      check(sqfs_inode_get_file_size(&inode, &size), path);
+      e.size = size;
+      break;
+    }
+    case SQFS_INODE_SLINK:
+    case SQFS_INODE_EXT_SLINK:
+      e.type = Entry::Type::Symlink;
+      e.nlink = inode.base.type == SQFS_INODE_SLINK ? inode.data.slink.nlink : inode.data.slink_ext.nlink;
+      e.target.assign(reinterpret_cast<const char*>(inode.extra), inode.payload_bytes_used);
+      if (e.target.empty() || e.target.find('\0') != std::string::npos)
+        throw FormatError(label + ": " + path + ": corrupt symbolic link target");
+      break;
+    case SQFS_INODE_BDEV: e.type = Entry::Type::BlockDevice; e.nlink = inode.data.dev.nlink; device(inode.data.dev.devno); break;
+    case SQFS_INODE_EXT_BDEV: e.type = Entry::Type::BlockDevice; e.nlink = inode.data.dev_ext.nlink; device(inode.data.dev_ext.devno); break;
+    case SQFS_INODE_CDEV: e.type = Entry::Type::CharDevice; e.nlink = inode.data.dev.nlink; device(inode.data.dev.devno); break;
+    case SQFS_INODE_EXT_CDEV: e.type = Entry::Type::CharDevice; e.nlink = inode.data.dev_ext.nlink; device(inode.data.dev_ext.devno); break;
+    case SQFS_INODE_FIFO: e.type = Entry::Type::Fifo; e.nlink = inode.data.ipc.nlink; break;
+    case SQFS_INODE_EXT_FIFO: e.type = Entry::Type::Fifo; e.nlink = inode.data.ipc_ext.nlink; break;
+    case SQFS_INODE_SOCKET: e.type = Entry::Type::Socket; e.nlink = inode.data.ipc.nlink; break;
+    case SQFS_INODE_EXT_SOCKET: e.type = Entry::Type::Socket; e.nlink = inode.data.ipc_ext.nlink; break;
+    default: throw FormatError(label + ": " + path + ": unknown inode type " + std::to_string(inode.base.type));
+  }
+  return e;
+}
+
+void Reader::Impl::read_content(const sqfs_inode_generic_t& inode, const std::string& path,
+                                const std::function<void(const char*, std::size_t)>& sink) const {
+  sqfs_u64 size = 0;
+  check(sqfs_inode_get_file_size(&inode, &size), path);
+  std::vector<char> buffer(std::min<std::uint64_t>(size, std::uint64_t{1} << 20));
+  std::uint64_t done = 0;
+  while (done < size) {
+    auto chunk = static_cast<sqfs_u32>(std::min<std::uint64_t>(size - done, buffer.size()));
+    sqfs_s32 n = sqfs_data_reader_read(data.get(), &inode, done, buffer.data(), chunk);
+    check(n, path + ": reading file data");
+    if (n == 0)
+      throw FormatError(label + ": " + path + ": file data ends after " + std::to_string(done) + " of " +
+                        std::to_string(size) + " bytes");
+    sink(buffer.data(), static_cast<std::size_t>(n));
+    done += static_cast<std::uint64_t>(n);
+  }
+}
+
+// Reads a directory's entries and inodes in full before descending: the dir reader has
+// one cursor, which a nested directory would move.
+void Reader::Impl::walk_directory(TreeVisitor& visitor, const sqfs_inode_generic_t& dir, const Entry& entry,
+                                  const std::string& path, int depth) const {
+  if (depth > Reader::kMaxDepth)
+    throw FormatError(label + ": " + path + ": directories nested deeper than " + std::to_string(Reader::kMaxDepth) +
+                      " (a directory loop?)");
+  visitor.enter_directory(entry);
+  std::vector<std::pair<std::string, InodePtr>> children;
+  check(sqfs_dir_reader_open_dir(dirs.get(), &dir, 0), path + ": reading directory");
+  for (;;) {
+    sqfs_dir_entry_t* raw = nullptr;
+    int ret = sqfs_dir_reader_read(dirs.get(), &raw);
+    std::unique_ptr<sqfs_dir_entry_t, FreeBuffer> dirent(raw);
+    if (ret > 0) break;
+    check(ret, path + ": reading directory");
+    std::string name(reinterpret_cast<const char*>(dirent->name), std::size_t{dirent->size} + 1);
+    if (name.find_first_of(std::string_view("/\0", 2)) != std::string::npos || name == "." || name == "..")
+      throw FormatError(label + ": " + path + ": hostile directory entry name");
+    if (children.size() == kMaxDirectoryEntries)
+      throw FormatError(label + ": " + path + ": more than " + std::to_string(kMaxDirectoryEntries) +
+                        " directory entries");
+    sqfs_inode_generic_t* inode = nullptr;
+    ret = sqfs_dir_reader_get_inode(dirs.get(), &inode);
+    InodePtr owned(inode);
+    check(ret, path + "/" + name + ": reading inode");
+    children.emplace_back(std::move(name), std::move(owned));
+  }
+  for (auto& [name, inode] : children) {
+    std::string child_path = path == "/" ? "/" + name : path + "/" + name;
+    Entry child = describe_inode(*inode, name, child_path);
+    if (child.type == Entry::Type::Directory) {
+      walk_directory(visitor, *inode, child, child_path, depth + 1);
+    } else {
+      const sqfs_inode_generic_t& file_inode = *inode;
+      visitor.visit(child, [&](const std::function<void(const char*, std::size_t)>& sink) {
+        read_content(file_inode, child_path, sink);
+      });
+    }
+    inode.reset();
+  }
+  visitor.leave_directory(entry);
+}
+
+void Reader::walk(TreeVisitor& visitor) const {
+  if (!impl_->ids) {
+    impl_->ids.reset(sqfs_id_table_create(0));
+    if (!impl_->ids) throw std::bad_alloc();
+    impl_->check(sqfs_id_table_read(impl_->ids.get(), &impl_->file.base, &impl_->super, impl_->compressor.get()),
+                 "squashfs id table");
+  }
+  InodePtr root = impl_->root();
+  Entry entry = impl_->describe_inode(*root, "", "/");
+  impl_->walk_directory(visitor, *root, entry, "/", 0);
 }
 
 bool has_squashfs_magic(int fd, std::uint64_t offset) {

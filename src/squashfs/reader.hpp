@@ -5,12 +5,43 @@
 // and resolves paths, so that nothing in the image can point outside it.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace capsa::squashfs {
+
+// One entry of the image as stored, for walking the whole tree (unpacking).
+struct Entry {
+  enum class Type { Directory, File, Symlink, BlockDevice, CharDevice, Fifo, Socket };
+  std::string name;             // one path component, never "", ".", ".." or with '/' or NUL ("" for the root)
+  Type type = Type::File;
+  std::uint32_t mode = 0;       // permission bits with setuid/setgid/sticky, no type bits
+  std::uint32_t uid = 0;
+  std::uint32_t gid = 0;
+  std::uint32_t mtime = 0;
+  std::uint32_t inode_number = 0;
+  std::uint32_t nlink = 1;
+  std::uint64_t size = 0;       // regular files
+  std::string target;           // symlinks
+  std::uint32_t major = 0;      // device nodes
+  std::uint32_t minor = 0;
+};
+
+// Called by Reader::walk, depth first, entries of a directory in stored (bytewise) order.
+class TreeVisitor {
+ public:
+  // Streams a regular file's contents to `sink` in order, in chunks.
+  using ReadContent = std::function<void(const std::function<void(const char* data, std::size_t size)>& sink)>;
+  virtual ~TreeVisitor() = default;
+  // A directory (the root first, with name ""). Its entries follow, then leave_directory.
+  virtual void enter_directory(const Entry& entry) = 0;
+  virtual void leave_directory(const Entry& entry) = 0;
+  // Any other entry; `read` streams a regular file's data.
+  virtual void visit(const Entry& entry, const ReadContent& read) = 0;
+};
 
 class Reader {
  public:
@@ -37,7 +68,12 @@ class Reader {
   // bytewise, without "." and "..". nullopt when missing or not a directory.
   std::optional<std::vector<std::string>> list_directory(const std::string& path) const;
 
+  // Walks the whole tree. Hostile structure is a FormatError: a bad entry name, a
+  // directory nested deeper than kMaxDepth (which is also what stops directory loops).
+  void walk(TreeVisitor& visitor) const;
+
   static constexpr int kMaxSymlinks = 40;  // as Linux's MAXSYMLINKS
+  static constexpr int kMaxDepth = 1024;   // far beyond PATH_MAX's 4096 bytes of "a/"
 
  private:
   struct Impl;

@@ -14,7 +14,7 @@ using test::run_process;
 TEST(Cli, HelpListsEveryCommand) {
   auto result = run_process({test::capsa_binary(), "--help"});
   EXPECT_EQ(result.exit_code, 0);
-  for (const char* command : {"sif", "inspect", "version", "help", "exec", "run", "shell", "test", "run-help", "cache"})
+  for (const char* command : {"sif", "inspect", "version", "help", "exec", "run", "shell", "test", "run-help", "cache", "build"})
     EXPECT_NE(result.out.find(command), std::string::npos) << command << " missing from:\n" << result.out;
 }
 
@@ -62,9 +62,9 @@ TEST(Cli, SingularityAndApptainerNamesBehaveIdentically) {
 }
 
 TEST(Cli, CommandsNotYetImplementedSaySoInOneLine) {
-  auto result = run_process({test::capsa_binary(), "build", "image.sif", "recipe.def"});
+  auto result = run_process({test::capsa_binary(), "instance", "start", "image.sif", "name"});
   EXPECT_EQ(result.exit_code, 1);
-  EXPECT_EQ(result.err, "capsa: error: 'build' is not implemented in this version of capsa yet; see `capsa --help`\n");
+  EXPECT_EQ(result.err, "capsa: error: 'instance' is not implemented in this version of capsa yet; see `capsa --help`\n");
 }
 
 TEST(Cli, RunSingularityNameRunsTheImage) {

@@ -1,0 +1,39 @@
+#pragma once
+// Bootstrap agents: the stage's starting tree. docker (through the pull engine and its
+// cache), localimage (a SIF, squashfs image or sandbox directory), scratch (empty), and
+// debootstrap (OSVersion, MirrorURL, Include). Anything else is refused by name.
+
+#include <string>
+
+#include "build/definition.hpp"
+#include "runtime/sandbox_run.hpp"
+#include "util/progress.hpp"
+
+namespace capsa::build {
+
+struct BootstrapOptions {
+  runtime::RootMode mode = runtime::RootMode::real_root;
+  std::string work_dir;        // the build directory (for a --disable-cache download)
+  bool disable_cache = false;
+  bool nohttps = false;
+  Progress::Mode progress = Progress::Mode::Log;
+  std::string file;            // definition file name, for messages
+};
+
+struct BootstrapResult {
+  std::string base_reference;  // docker: the reference pulled ("" otherwise)
+};
+
+// Fills `rootfs` (which must not exist yet) for `stage`.
+BootstrapResult bootstrap(const Stage& stage, const std::string& rootfs, const BootstrapOptions& options);
+
+// Unpacks a SIF or squashfs image into `rootfs` (must not exist) as the build's root.
+void unpack_image(runtime::RootMode mode, const std::string& image, const std::string& rootfs);
+// Copies a sandbox directory into `rootfs` (must not exist) as the build's root.
+void copy_sandbox(runtime::RootMode mode, const std::string& from, const std::string& rootfs);
+
+// docker://REF pulled (through the cache unless disabled) into a SIF; returns its path
+// (in the cache, or `work_dir`/base.sif). Runs in a child process (the pull uses threads).
+std::string pull_base_image(const std::string& reference, const BootstrapOptions& options);
+
+}  // namespace capsa::build

@@ -1,0 +1,381 @@
+#include "build/build.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "build/bootstrap.hpp"
+#include "build/definition.hpp"
+#include "build/host_ops.hpp"
+#include "build/stage_files.hpp"
+#include "build/stage_metadata.hpp"
+#include "image/metadata.hpp"
+#include "oci/platform.hpp"
+#include "pull/pull.hpp"
+#include "runtime/sandbox_run.hpp"
+#include "sif/writer.hpp"
+#include "squashfs/pack.hpp"
+#include "util/error.hpp"
+#include "util/interrupt.hpp"
+
+namespace capsa::build {
+namespace {
+
+using runtime::RootMode;
+
+enum class SourceKind { Definition, Docker, Image, Sandbox };
+
+bool exists(const std::string& path) {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0;
+}
+
+std::string read_whole_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw SystemError("read " + path, errno);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+// SIF (the magic in the first 2048 bytes, as Apptainer looks for it) or bare squashfs.
+bool is_image_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  char head[2048] = {};
+  in.read(head, sizeof head);
+  std::string text(head, static_cast<std::size_t>(in.gcount()));
+  return text.find("SIF_MAGIC") != std::string::npos || text.rfind("hsqs", 0) == 0;
+}
+
+SourceKind classify(const std::string& source) {
+  if (source.rfind("docker://", 0) == 0) return SourceKind::Docker;
+  struct stat st {};
+  if (::stat(source.c_str(), &st) != 0)
+    throw Error("build source " + source + ": no such file or directory (expected a definition file, docker://REF, "
+                "a SIF or a sandbox directory)");
+  if (S_ISDIR(st.st_mode)) return SourceKind::Sandbox;
+  return is_image_file(source) ? SourceKind::Image : SourceKind::Definition;
+}
+
+std::string parent_directory(const std::string& path) {
+  auto slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+std::string temp_parent(const BuildOptions& options) {
+  if (!options.tmpdir.empty()) return options.tmpdir;
+  for (const char* name : {"APPTAINER_TMPDIR", "SINGULARITY_TMPDIR", "TMPDIR"})
+    if (const char* value = std::getenv(name); value != nullptr && *value != '\0') return value;
+  return "/tmp";
+}
+
+// An image file's primary partition architecture in Go's naming; the host's otherwise.
+std::string build_architecture() { return oci::host_platform().architecture; }
+
+RootMode choose_root_mode(bool fakeroot) {
+  // Root builds as root unless it asks for --fakeroot; anyone else builds with --fakeroot
+  // semantics, as Apptainer 1.x does for an unprivileged build from a definition file.
+  if (::geteuid() == 0 && !fakeroot) return RootMode::real_root;
+  // CAPSA_FAKEROOT_MODE=subid|emulated picks one way instead of the automatic choice
+  // (docs/build.md): to compare them, or to avoid a broken subuid setup.
+  const char* chosen = std::getenv("CAPSA_FAKEROOT_MODE");
+  std::string wanted = chosen != nullptr ? chosen : "";
+  if (wanted == "subid") return runtime::resolve_root_mode(RootMode::fakeroot_subid);
+  if (wanted == "emulated") return runtime::resolve_root_mode(RootMode::fakeroot_emulated);
+  if (!wanted.empty() && wanted != "auto")
+    throw Error("CAPSA_FAKEROOT_MODE=\"" + wanted + "\" is not a fakeroot mode (expected subid, emulated or auto)");
+  return runtime::resolve_root_mode(RootMode::fakeroot_auto);
+}
+
+std::vector<std::string> post_environment() {
+  std::vector<std::string> env = {
+      "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+      "HOME=/root",
+      "USER=root",
+      "LANG=C",
+      "APPTAINER_ROOTFS=/",
+      "SINGULARITY_ROOTFS=/",
+      "APPTAINER_ENVIRONMENT=/.singularity.d/env/91-environment.sh",
+      "SINGULARITY_ENVIRONMENT=/.singularity.d/env/91-environment.sh",
+      "APPTAINER_CONTAINER=/",
+  };
+  // Package managers inside need the site's proxy as much as the host does.
+  for (const char* name : {"TERM", "http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY"})
+    if (const char* value = std::getenv(name)) env.push_back(std::string(name) + "=" + value);
+  return env;
+}
+
+// "-c /bin/bash" in a %post or %setup header chooses the shell.
+std::string script_shell(const Script& script, const std::string& where) {
+  std::istringstream words(script.args);
+  std::string word, shell = "/bin/sh";
+  while (words >> word) {
+    if (word == "-c") {
+      if (!(words >> shell)) throw FormatError(where + ": -c needs a shell (expected e.g. \"-c /bin/bash\")");
+    } else {
+      throw FormatError(where + ": unknown argument \"" + word + "\" (expected nothing or \"-c SHELL\")");
+    }
+  }
+  return shell;
+}
+
+// The script as run: its first line turns tracing on with a prompt that names the
+// definition file and line ("+ recipe.def:12: apt-get ..."), and blank lines keep the
+// body's line numbers those of the file (for the first block of a repeated section).
+// Set in the script rather than the environment: bash ignores PS4 from the environment
+// when it runs as root.
+std::string script_text(const Script& script, const std::string& file) {
+  std::string base = file.substr(file.find_last_of('/') + 1);
+  std::string name;
+  for (char c : base)
+    if (c != '\'' && c != '\\' && c != '\n') name += c;
+  // dash leaves LINENO empty in traces: then the prompt names the file only.
+  std::string prelude = "PS4='+ " + name + "${LINENO:+:$LINENO}: '; set -x\n";
+  std::size_t padding = script.line > 1 ? static_cast<std::size_t>(script.line - 1) : 0;
+  return prelude + std::string(padding, '\n') + script.body;
+}
+
+struct Context {
+  const BuildOptions& options;
+  Progress& progress;
+  RootMode mode;
+  std::string file;  // definition file name
+  std::vector<std::string> warnings;
+};
+
+// Progress lines between the build's own output (none with --quiet).
+void say(const Context& ctx, const std::string& line) {
+  if (ctx.progress.mode() != Progress::Mode::Quiet) std::cerr << "capsa: " << line << "\n";
+}
+
+void run_setup(Context& ctx, const Stage& stage, const std::string& rootfs, const std::string& work) {
+  const std::string where = ctx.file + ":" + std::to_string(stage.setup.line) + ": %setup";
+  std::string shell = script_shell(stage.setup, where);
+  std::string script = work + "/setup.sh";
+  {
+    std::ofstream out(script, std::ios::binary | std::ios::trunc);
+    out << script_text(stage.setup, ctx.file);
+    if (!out) throw Error(where + ": cannot write " + script);
+  }
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
+  for (const char* name : {"APPTAINER_ROOTFS", "SINGULARITY_ROOTFS"}) env.push_back(std::string(name) + "=" + rootfs);
+  for (const char* name : {"APPTAINER_ENVIRONMENT", "SINGULARITY_ENVIRONMENT"})
+    env.push_back(std::string(name) + "=" + rootfs + "/.singularity.d/env/91-environment.sh");
+  say(ctx, "running %setup on the host");
+  int status = run_program_as_build_root(ctx.mode, {shell, "-e", script}, env);
+  ::unlink(script.c_str());
+  throw_if_interrupted();
+  if (status != 0)
+    throw BuildScriptError(where + " failed with exit status " + std::to_string(status) +
+                               " at the command traced last above (\"+ FILE:LINE:\"); no image was written",
+                           status);
+}
+
+void run_post(Context& ctx, const Stage& stage, const std::string& rootfs) {
+  const std::string where = ctx.file + ":" + std::to_string(stage.post.line) + ": %post";
+  std::string shell = script_shell(stage.post, where);
+  put_file_in_root(ctx.mode, rootfs, "/.post.script", script_text(stage.post, ctx.file), 0755);
+  runtime::SandboxCommand command;
+  command.rootfs = rootfs;
+  command.argv = {shell, "-e", "/.post.script"};
+  command.env = post_environment();
+  command.binds = ctx.options.binds;
+  command.mode = ctx.mode;
+  command.nv = ctx.options.nv;
+  say(ctx, std::string("running %post as ") + runtime::root_mode_name(ctx.mode) + " in the container");
+  int status = runtime::run_in_sandbox(command);
+  throw_if_interrupted();
+  remove_file_in_root(ctx.mode, rootfs, "/.post.script");
+  if (status != 0)
+    throw BuildScriptError(where + " failed with exit status " + std::to_string(status) +
+                               " at the command traced last above (\"+ FILE:LINE:\"); no image was written",
+                           status);
+}
+
+void run_test(Context& ctx, const std::string& rootfs, const std::string& where) {
+  runtime::SandboxCommand command;
+  command.rootfs = rootfs;
+  command.argv = {"/bin/sh", "/.singularity.d/actions/test"};
+  command.env = post_environment();
+  command.binds = ctx.options.binds;
+  command.mode = ctx.mode;
+  command.nv = ctx.options.nv;
+  say(ctx, "running %test");
+  int status = runtime::run_in_sandbox(command);
+  throw_if_interrupted();
+  if (status != 0)
+    throw BuildScriptError(where + " failed with exit status " + std::to_string(status) +
+                               "; no image was written (skip it with --notest)",
+                           status);
+}
+
+// Packs `rootfs` into a SIF at `target` (temporary name + rename).
+void write_sif(Context& ctx, const std::string& rootfs, const std::string& target, const std::string& deffile) {
+  image::Metadata metadata = read_sandbox_metadata(rootfs);
+  image::InspectOptions all;
+  all.all = true;
+  sif::ObjectInput def;
+  def.type = sif::DataType::Deffile;
+  def.data = deffile;
+  sif::ObjectInput inspect;
+  inspect.type = sif::DataType::GenericJson;
+  inspect.name = "inspect-metadata.json";
+  inspect.data = nlohmann::ordered_json::parse(image::format_inspect(metadata, all)).dump();
+  sif::CreateOptions create;
+  create.time = ctx.options.time;
+  if (std::getenv("SOURCE_DATE_EPOCH") != nullptr) create.uuid = sif::Uuid{};
+
+  squashfs::PackOptions pack;
+  pack.compression = ctx.options.compression;
+  say(ctx, "creating the SIF image " + target);
+  sif::PartitionSlot slot(target, create, {def, inspect},
+                          sif::partition_input("", sif::FsType::Squashfs, sif::PartType::PrimSys, build_architecture()));
+  // Owners as the container sees them: read inside the subid namespace, the caller's
+  // recorded as root under emulation.
+  std::uint64_t size = runtime::pack_sandbox(rootfs, slot.fd(), static_cast<std::uint64_t>(slot.offset()), ctx.mode, pack);
+  throw_if_interrupted();
+  slot.finish(static_cast<std::int64_t>(size));
+  ::chmod(target.c_str(), 0755);  // a SIF runs itself through its #! line
+}
+
+void write_sandbox(Context& ctx, const std::string& rootfs, const std::string& target) {
+  if (exists(target)) remove_tree(ctx.mode, target);
+  if (::rename(rootfs.c_str(), target.c_str()) != 0) throw_errno("move the sandbox to " + target);
+}
+
+std::string build_from_definition(Context& ctx, const std::string& work) {
+  ParseOptions parse;
+  parse.file_name = ctx.file;
+  parse.build_args = ctx.options.build_args;
+  parse.warn_unused_build_args = ctx.options.warn_unused_build_args;
+  ParseResult parsed = parse_definition(read_whole_file(ctx.file), parse);
+  for (const std::string& w : parsed.warnings) ctx.warnings.push_back(w);
+  const Definition& def = parsed.definition;
+  const auto& sections = ctx.options.sections;
+
+  std::map<std::string, std::string> stage_roots;
+  std::string rootfs;
+  for (std::size_t i = 0; i < def.stages.size(); ++i) {
+    const Stage& stage = def.stages[i];
+    rootfs = work + "/stage-" + std::to_string(i);
+    std::string label = stage.name().empty() ? std::to_string(i + 1) : stage.name();
+    say(ctx, "stage " + label + ": bootstrap " + stage.bootstrap() +
+                 (stage.has("from") ? " from " + stage.get("from") : std::string()));
+    BootstrapOptions boot;
+    boot.mode = ctx.mode;
+    boot.work_dir = work;
+    boot.disable_cache = ctx.options.disable_cache;
+    boot.nohttps = ctx.options.nohttps;
+    boot.progress = ctx.progress.mode();
+    boot.file = ctx.file;
+    BootstrapResult base = bootstrap(stage, rootfs, boot);
+    throw_if_interrupted();
+    prepare_base_layout(ctx.mode, rootfs);
+
+    if (section_enabled(sections, "files"))
+      for (const FilesBlock& block : stage.files)
+        if (!block.from_stage.empty()) copy_files(ctx.mode, rootfs, block, stage_roots.at(block.from_stage), ctx.file);
+    if (stage.setup.present && section_enabled(sections, "setup")) run_setup(ctx, stage, rootfs, work);
+    if (section_enabled(sections, "files"))
+      for (const FilesBlock& block : stage.files)
+        if (block.from_stage.empty()) copy_files(ctx.mode, rootfs, block, "", ctx.file);
+    if (stage.post.present && section_enabled(sections, "post")) run_post(ctx, stage, rootfs);
+
+    StageContext meta;
+    meta.architecture = build_architecture();
+    meta.time = ctx.options.time;
+    meta.capsa_version = ctx.options.capsa_version;
+    meta.base_reference = base.base_reference;
+    meta.force = ctx.options.force;
+    meta.sections = sections;
+    for (std::string& w : write_stage_metadata(ctx.mode, rootfs, stage, meta)) ctx.warnings.push_back(std::move(w));
+
+    bool last = i + 1 == def.stages.size();
+    if (last && stage.test.present && !ctx.options.notest && section_enabled(sections, "test"))
+      run_test(ctx, rootfs, ctx.file + ":" + std::to_string(stage.test.line) + ": %test");
+    if (!stage.name().empty()) stage_roots[stage.name()] = rootfs;
+  }
+  return rootfs;
+}
+
+}  // namespace
+
+BuildResult build(const BuildOptions& options, Progress& progress) {
+  if (options.target.empty() || options.source.empty()) throw Error("build needs TARGET and SOURCE");
+  const SourceKind kind = classify(options.source);
+  if (exists(options.target) && !options.force)
+    throw Error("build target " + options.target + " already exists (use --force to replace it)");
+  if (options.sandbox && options.target.ends_with(".sif"))
+    std::cerr << "capsa: warning: --sandbox writes a directory, although " << options.target << " ends in .sif\n";
+
+  Context ctx{options, progress, choose_root_mode(options.fakeroot), options.source, {}};
+  BuildResult result;
+  result.target = options.target;
+
+  // docker:// -> SIF is a pull: the same file, through the same cache.
+  if (kind == SourceKind::Docker && !options.sandbox) {
+    pull::PullOptions pull;
+    pull.reference = options.source;
+    pull.output = options.target;
+    pull.force = options.force;
+    pull.disable_cache = options.disable_cache;
+    pull.nohttps = options.nohttps;
+    pull::pull(pull, progress);
+    return result;
+  }
+  // A sandbox packs as it is: nothing to copy.
+  if (kind == SourceKind::Sandbox && !options.sandbox) {
+    write_sif(ctx, options.source, options.target,
+              "bootstrap: localimage\nfrom: " + options.source + "\n\n");
+    return result;
+  }
+
+  // Everything else is made in a build directory, removed on every way out; a sandbox
+  // target's one sits beside it so that the finished tree is renamed into place.
+  BuildDirectory work(options.sandbox ? parent_directory(options.target) : temp_parent(options),
+                      options.sandbox ? ".capsa-build-" : "capsa-build-", ctx.mode);
+  std::string rootfs = work / "rootfs";
+  std::string deffile;
+  switch (kind) {
+    case SourceKind::Definition:
+      rootfs = build_from_definition(ctx, work.path());
+      deffile = read_whole_file(options.source);
+      break;
+    case SourceKind::Docker: {
+      BootstrapOptions boot;
+      boot.mode = ctx.mode;
+      boot.work_dir = work.path();
+      boot.disable_cache = options.disable_cache;
+      boot.nohttps = options.nohttps;
+      boot.progress = progress.mode();
+      unpack_image(ctx.mode, pull_base_image(options.source.substr(9), boot), rootfs);
+      break;
+    }
+    case SourceKind::Image:
+      unpack_image(ctx.mode, options.source, rootfs);
+      deffile = "bootstrap: localimage\nfrom: " + options.source + "\n\n";
+      break;
+    case SourceKind::Sandbox:
+      copy_sandbox(ctx.mode, options.source, rootfs);
+      break;
+  }
+  throw_if_interrupted();
+  if (options.sandbox) write_sandbox(ctx, rootfs, options.target);
+  else write_sif(ctx, rootfs, options.target, deffile);
+  result.warnings = std::move(ctx.warnings);
+  return result;
+}
+
+}  // namespace capsa::build

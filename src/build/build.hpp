@@ -1,0 +1,59 @@
+#pragma once
+// `capsa build TARGET SOURCE`: a definition file, a docker:// image, a SIF or a sandbox
+// directory into a SIF or (--sandbox) a directory, in Apptainer's order and semantics
+// (shared/reference/apptainer-and-sif.md §6, docs/build.md). Per stage:
+//   bootstrap -> %files from STAGE -> %setup (host) -> %files (host) -> %post (inside, as
+//   root-in-the-container) -> /.singularity.d metadata -> %test;
+// then the last stage is packed into the SIF (or renamed to the sandbox target).
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "runtime/bind_spec.hpp"
+#include "util/error.hpp"
+#include "util/progress.hpp"
+
+namespace capsa::build {
+
+struct BuildOptions {
+  std::string target;                          // TARGET.sif or, with sandbox, a directory
+  std::string source;                          // def file, docker://REF, SIF, or sandbox directory
+  bool sandbox = false;                        // --sandbox
+  bool force = false;                          // --force: replace an existing target
+  bool fakeroot = false;                       // --fakeroot (implied for an unprivileged build)
+  bool notest = false;                         // --notest
+  std::set<std::string> sections;              // --section: empty = all
+  std::map<std::string, std::string> build_args;
+  bool warn_unused_build_args = false;
+  std::vector<runtime::BindSpec> binds;        // --bind, for %post and %test
+  bool nv = false;                             // --nv, for %post and %test
+  bool disable_cache = false;
+  bool nohttps = false;
+  std::string compression = "zstd";
+  std::int64_t time = 0;                       // image time (SOURCE_DATE_EPOCH when set)
+  std::string capsa_version;
+  std::string tmpdir;                          // where build directories go; "" = $TMPDIR or /tmp
+};
+
+struct BuildResult {
+  std::string target;
+  std::vector<std::string> warnings;
+};
+
+// Throws capsa::Error (FormatError for a bad definition file) and leaves nothing behind:
+// no target, no temporary directory. A %post that fails throws BuildScriptError.
+BuildResult build(const BuildOptions& options, Progress& progress);
+
+class BuildScriptError : public Error {
+ public:
+  BuildScriptError(const std::string& message, int exit_status) : Error(message), exit_status_(exit_status) {}
+  int exit_status() const { return exit_status_; }
+
+ private:
+  int exit_status_;
+};
+
+}  // namespace capsa::build

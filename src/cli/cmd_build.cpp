@@ -1,0 +1,135 @@
+// `capsa build [FLAGS] TARGET SOURCE`: flags and environment as `apptainer build`.
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include "build/build.hpp"
+#include "build/definition.hpp"
+#include "capsa/version.hpp"
+#include "cli/commands.hpp"
+#include "cli/env_flags.hpp"
+#include "runtime/bind_spec.hpp"
+#include "util/error.hpp"
+#include "util/interrupt.hpp"
+
+namespace capsa::cli {
+namespace {
+
+struct BuildFlags {
+  std::vector<std::string> positionals;
+  bool force = false;
+  bool sandbox = false;
+  bool fakeroot = false;
+  bool notest = false;
+  std::vector<std::string> sections;
+  std::vector<std::string> build_args;
+  std::vector<std::string> build_arg_files;
+  bool warn_unused_build_args = false;
+  std::vector<std::string> binds;
+  bool nv = false;
+  bool disable_cache = false;
+  bool nohttps = false;
+  bool quiet = false;
+  std::string tmpdir;
+  std::string compression = "zstd";
+};
+
+std::string read_text_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error("--build-arg-file " + path + ": cannot read it");
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+build::BuildOptions options_from(const BuildFlags& f) {
+  build::BuildOptions o;
+  if (f.positionals.size() != 2) throw Error("build needs TARGET and SOURCE (see `capsa help build`)");
+  o.target = f.positionals[0];
+  o.source = f.positionals[1];
+  o.sandbox = f.sandbox;
+  o.force = f.force || env_flag("FORCE");
+  o.fakeroot = f.fakeroot || env_flag("FAKEROOT");
+  o.notest = f.notest || env_flag("NOTEST");
+  std::vector<std::string> sections = f.sections;
+  if (sections.empty())
+    if (auto env = env_value("SECTION")) sections.push_back(*env);
+  for (const std::string& list : sections) {
+    std::stringstream words(list);
+    for (std::string word; std::getline(words, word, ',');)
+      if (!word.empty()) o.sections.insert(word);
+  }
+  // Files first, then --build-arg: a flag on the command line wins.
+  for (const std::string& file : f.build_arg_files)
+    for (auto& [k, v] : build::parse_build_arg_file(read_text_file(file), file)) o.build_args[k] = v;
+  for (const std::string& arg : f.build_args) {
+    auto [k, v] = build::parse_build_arg(arg);
+    o.build_args[k] = v;
+  }
+  o.warn_unused_build_args = f.warn_unused_build_args;
+  for (const auto& b : f.binds)
+    for (auto& spec : runtime::parse_bind_list(b)) o.binds.push_back(spec);
+  o.nv = f.nv || env_flag("NV");
+  o.disable_cache = f.disable_cache || env_flag("DISABLE_CACHE");
+  o.nohttps = f.nohttps || env_flag("NOHTTPS");
+  o.tmpdir = f.tmpdir;
+  o.compression = f.compression;
+  o.time = now_for_images();
+  o.capsa_version = build_info::version;
+  return o;
+}
+
+}  // namespace
+
+void add_build_command(CLI::App& app) {
+  auto flags = std::make_shared<BuildFlags>();
+  auto* cmd = app.add_subcommand(
+      "build", "Build a SIF image (or a sandbox directory) from a definition file, docker://REF, a SIF or a sandbox");
+  cmd->add_option("args", flags->positionals, "TARGET SOURCE")->required()->expected(2);
+  cmd->add_flag("-F,--force", flags->force, "Replace an existing TARGET (and base-image labels with %labels)");
+  cmd->add_flag("-s,--sandbox", flags->sandbox, "Write TARGET as a writable directory instead of a SIF");
+  cmd->add_flag("-f,--fakeroot", flags->fakeroot,
+                "Build as root-in-a-user-namespace (implied when not root): subuid/subgid ranges if you have "
+                "them, else root emulation");
+  cmd->add_flag("-T,--notest", flags->notest, "Do not run %test at the end of the build");
+  cmd->add_option("--section", flags->sections,
+                  "Run only these sections (comma-separated: setup, files, post, environment, runscript, "
+                  "startscript, test, labels, help; or all)");
+  cmd->add_option("--build-arg", flags->build_args, "KEY=VALUE for {{ KEY }} in the definition file (repeatable)");
+  cmd->add_option("--build-arg-file", flags->build_arg_files, "File of KEY=VALUE lines for {{ KEY }}");
+  cmd->add_flag("--warn-unused-build-args", flags->warn_unused_build_args,
+                "Warn instead of failing when a build argument is not used");
+  cmd->add_option("-B,--bind", flags->binds, "SRC[:DEST[:ro]] bound during %post and %test (repeatable)");
+  cmd->add_flag("--nv", flags->nv, "Make the host's NVIDIA driver available to %post and %test");
+  cmd->add_flag("--disable-cache", flags->disable_cache, "Do not use or fill the cache for docker:// sources");
+  cmd->add_flag("--nohttps,--no-https", flags->nohttps, "Talk plain HTTP to the registry");
+  cmd->add_option("--tmpdir", flags->tmpdir, "Where the build's temporary tree goes (APPTAINER_TMPDIR, TMPDIR)");
+  cmd->add_option("--compression", flags->compression, "Squashfs compression: zstd (default), gzip or xz");
+  cmd->add_flag("-q,--quiet", flags->quiet, "No progress output");
+  cmd->footer(
+      "SOURCE: a definition file, docker://REF, a SIF image or a sandbox directory.\n"
+      "Definition files: see docs/build.md. A failing %setup, %post or %test stops the build and writes\n"
+      "nothing; the temporary build directory is removed, also on Ctrl-C.");
+  cmd->callback([flags, &app] {
+    bool quiet = flags->quiet || app.get_option("--quiet")->count() > 0;
+    Progress progress(Progress::detect_mode(quiet, 2));
+    install_interrupt_handlers();
+    build::BuildResult result;
+    try {
+      result = build::build(options_from(*flags), progress);
+    } catch (const build::BuildScriptError& e) {
+      throw Error("build: " + std::string(e.what()));
+    } catch (const Error& e) {
+      if (interrupt_signal() == 0) throw;
+      std::cerr << "capsa: build interrupted by " << signal_name(interrupt_signal())
+                << "; nothing was written and the build directory was removed\n";
+      std::exit(128 + interrupt_signal());
+    }
+    for (const std::string& w : result.warnings) std::cerr << "capsa: warning: " << w << "\n";
+    if (!quiet) std::cerr << "capsa: build complete: " << result.target << "\n";
+  });
+}
+
+}  // namespace capsa::cli

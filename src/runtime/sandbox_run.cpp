@@ -1,0 +1,234 @@
+// run_in_sandbox: the mounts a build command sees, and the command itself (docs/fakeroot.md).
+#include "runtime/sandbox_run.hpp"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "runtime/container_root.hpp"
+#include "runtime/gpu/nvidia.hpp"
+#include "runtime/mount_plan.hpp"
+#include "runtime/namespaces.hpp"
+#include "runtime/seccomp_fakeroot.hpp"
+#include "util/error.hpp"
+#include "util/fd.hpp"
+
+namespace capsa::runtime {
+namespace {
+
+constexpr const char* kDefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+// apt switches to its _apt user before downloading and verifies that it did; with the
+// identity calls faked it would still be root and stop. This file, named by APT_CONFIG,
+// keeps it root (emulated mode only). It lives on the build's /tmp tmpfs, never in the image.
+constexpr const char* kAptConfigPath = "/tmp/.capsa-fakeroot-apt.conf";
+constexpr const char* kAptConfig = "APT::Sandbox::User \"root\";\n";
+
+std::string absolute_directory(const std::string& path) {
+  char resolved[PATH_MAX];
+  if (::realpath(path.c_str(), resolved) == nullptr) throw_errno("sandbox " + path);
+  struct stat st {};
+  if (::stat(resolved, &st) != 0 || !S_ISDIR(st.st_mode)) throw Error("sandbox " + path + " is not a directory");
+  return resolved;
+}
+
+MountStep host_bind(const std::string& source, const std::string& target, bool recursive, bool required) {
+  MountStep step;
+  step.kind = recursive ? MountStep::Kind::RecursiveBind : MountStep::Kind::Bind;
+  step.source = source;
+  step.target = target;
+  step.required = required;
+  struct stat st {};
+  step.directory = ::stat(source.c_str(), &st) != 0 || S_ISDIR(st.st_mode);
+  return step;
+}
+
+// What a build's commands see (Apptainer's build: the host's network and name service,
+// the kernel's file systems, a scratch /tmp; no home, no passwd rewriting: root is root).
+std::vector<MountStep> sandbox_plan(const SandboxCommand& command) {
+  std::vector<MountStep> steps;
+  for (const char* dir : {"/proc", "/sys", "/dev"}) steps.push_back(host_bind(dir, dir, true, true));
+  MountStep tmp;
+  tmp.kind = MountStep::Kind::Tmpfs;
+  tmp.target = "/tmp";
+  steps.push_back(tmp);
+  for (const char* file : {"/etc/resolv.conf", "/etc/hosts"}) steps.push_back(host_bind(file, file, false, false));
+  for (const BindSpec& bind : command.binds) {
+    if (bind.image_source || bind.sif_id)
+      throw Error("bind " + bind.source + ": image-src/id binds are not supported while building");
+    if (bind.destination.empty() || bind.destination[0] != '/')
+      throw Error("bind " + bind.source + ": the destination \"" + bind.destination + "\" must be an absolute path");
+    MountStep step = host_bind(bind.source, bind.destination, false, true);
+    step.read_only = bind.read_only;
+    steps.push_back(step);
+  }
+  if (command.nv) {
+    gpu::NvidiaPlan nvidia = gpu::plan_nvidia(gpu::host_nvidia_request(false));
+    steps.insert(steps.end(), nvidia.steps.begin(), nvidia.steps.end());
+    for (const auto& warning : nvidia.warnings) std::cerr << "WARNING: " << warning << "\n";
+  }
+  return steps;
+}
+
+std::pair<std::string, std::string> split_parent(const std::string& path) {
+  auto slash = path.find_last_of('/');
+  std::string parent = path.substr(0, slash);
+  return {parent.empty() ? "/" : parent, path.substr(slash + 1)};
+}
+
+// Mount targets the sandbox lacks, made before the run and removed after it (only while
+// still empty), so that the image gains nothing from being built in.
+class MountPoints {
+ public:
+  explicit MountPoints(const std::string& rootfs) : root_(open_file(rootfs, O_PATH | O_DIRECTORY)) {}
+  ~MountPoints() {
+    for (auto it = created_.rbegin(); it != created_.rend(); ++it) {
+      auto [parent, name] = split_parent(it->first);
+      UniqueFd dir(open_in_root(root_.get(), parent, O_RDONLY | O_DIRECTORY));
+      if (!dir) continue;
+      struct stat st {};
+      if (::fstatat(dir.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+      if (it->second && S_ISDIR(st.st_mode)) ::unlinkat(dir.get(), name.c_str(), AT_REMOVEDIR);  // fails unless empty
+      if (!it->second && S_ISREG(st.st_mode) && st.st_size == 0) ::unlinkat(dir.get(), name.c_str(), 0);
+    }
+  }
+  MountPoints(const MountPoints&) = delete;
+  MountPoints& operator=(const MountPoints&) = delete;
+
+  // Makes `step.target` exist (parents as directories). False when it cannot be made
+  // (a dangling symlink, a file in the way) and the step is optional.
+  bool prepare(const MountStep& step) {
+    if (step.kind == MountStep::Kind::Tmpfs || step.kind == MountStep::Kind::Bind ||
+        step.kind == MountStep::Kind::RecursiveBind) {
+      std::string current;
+      std::size_t start = 1;
+      const std::string& path = step.target;
+      while (start <= path.size()) {
+        std::size_t end = path.find('/', start);
+        if (end == std::string::npos) end = path.size();
+        if (end == start) {
+          start = end + 1;
+          continue;
+        }
+        current += "/" + path.substr(start, end - start);
+        bool last = end == path.size();
+        if (!ensure(current, last ? step.directory : true)) {
+          if (step.required) throw_errno("mount point " + step.target + " in the sandbox");
+          return false;
+        }
+        start = end + 1;
+      }
+    }
+    return true;
+  }
+
+ private:
+  bool ensure(const std::string& path, bool directory) {
+    UniqueFd existing(open_in_root(root_.get(), path, O_PATH));
+    if (existing) return true;
+    auto [parent, name] = split_parent(path);
+    UniqueFd dir(open_in_root(root_.get(), parent, O_RDONLY | O_DIRECTORY));
+    if (!dir) return false;
+    if (directory) {
+      if (::mkdirat(dir.get(), name.c_str(), 0755) != 0) return false;
+    } else {
+      int fd = ::openat(dir.get(), name.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0644);
+      if (fd < 0) return false;
+      ::close(fd);
+    }
+    // Recorded as resolved in the sandbox, so that removal finds the same entry.
+    created_.emplace_back(path, directory);
+    return true;
+  }
+
+  UniqueFd root_;
+  std::vector<std::pair<std::string, bool>> created_;  // path in the sandbox, is a directory
+};
+
+std::string value_of(const std::vector<std::string>& env, const std::string& name) {
+  for (const auto& kv : env)
+    if (kv.compare(0, name.size() + 1, name + "=") == 0) return kv.substr(name.size() + 1);
+  return "";
+}
+
+// argv[0] as execvp would find it, but with the command's PATH (execvpe searches the
+// caller's own PATH, not the one in envp).
+std::string find_program(const std::string& name, const std::vector<std::string>& env) {
+  if (name.find('/') != std::string::npos) return name;
+  std::string path = value_of(env, "PATH");
+  if (path.empty()) path = kDefaultPath;
+  std::stringstream dirs(path);
+  std::string dir;
+  while (std::getline(dirs, dir, ':')) {
+    std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return name;  // execve reports ENOENT
+}
+
+// In the child: mounts, pivot_root, seccomp (emulated), exec. Never returns.
+[[noreturn]] void exec_in_sandbox(const SandboxCommand& command, RootMode mode, const std::string& rootfs,
+                                  const std::vector<MountStep>& steps) {
+  if (::unshare(CLONE_NEWNS) != 0) throw_errno("creating a mount namespace for the sandbox");
+  make_mounts_private();
+  // pivot_root needs the new root to be a mount point.
+  if (::mount(rootfs.c_str(), rootfs.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0)
+    throw_errno("binding the sandbox " + rootfs);
+  {
+    UniqueFd root_fd = open_file(rootfs, O_PATH | O_DIRECTORY);
+    for (const MountStep& step : steps) apply_step(root_fd.get(), "", step);
+  }
+  enter_root(rootfs);
+  std::vector<std::string> env = command.env;
+  if (mode == RootMode::fakeroot_emulated) {
+    // Written after pivot_root: the path resolves inside the sandbox, on the /tmp tmpfs.
+    std::ofstream apt(kAptConfigPath);
+    apt << kAptConfig;
+    apt.close();
+    if (apt.good() && value_of(env, "APT_CONFIG").empty()) env.push_back(std::string("APT_CONFIG=") + kAptConfigPath);
+  }
+  if (::chdir(command.cwd.c_str()) != 0) throw_errno("working directory " + command.cwd + " in the sandbox");
+  if (mode == RootMode::fakeroot_emulated) install_fakeroot_seccomp_filter();
+
+  std::vector<std::string> argv_strings = command.argv;
+  std::string program = find_program(argv_strings[0], env);
+  std::vector<char*> argv, envp;
+  for (auto& s : argv_strings) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  for (auto& s : env) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  ::execve(program.c_str(), argv.data(), envp.data());
+  throw_errno("running " + argv_strings[0] + " in the sandbox");
+}
+
+}  // namespace
+
+int run_in_sandbox(const SandboxCommand& command) {
+  if (command.argv.empty()) throw Error("run_in_sandbox: no command");
+  const RootMode mode = resolve_root_mode(command.mode);
+  const std::string rootfs = absolute_directory(command.rootfs);
+  std::vector<MountStep> planned = sandbox_plan(command);
+  std::vector<MountStep> steps;
+  MountPoints points(rootfs);
+  for (const MountStep& step : planned) {
+    if (step.kind != MountStep::Kind::Tmpfs) {
+      struct stat st {};
+      if (::stat(step.source.c_str(), &st) != 0) {
+        if (step.required) throw Error("bind source " + step.source + " does not exist on the host");
+        continue;
+      }
+    }
+    if (points.prepare(step)) steps.push_back(step);
+  }
+  return run_in_user_namespace(mode, [&]() -> int { exec_in_sandbox(command, mode, rootfs, steps); });
+}
+
+}  // namespace capsa::runtime

@@ -1,0 +1,409 @@
+// `capsa build` end to end, as root (real root) and as the unprivileged test user
+// (--fakeroot semantics: subuid/subgid ranges, and root emulation with
+// CAPSA_FAKEROOT_MODE=emulated), against the real test registry and the Debian mirror this
+// machine is configured with. Images are checked from the outside: siftool, the squashfs
+// listing (owners), `capsa inspect`, and running them.
+#include <gtest/gtest.h>
+#include <dirent.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "sif/image.hpp"
+#include "support/process.hpp"
+#include "support/temp_dir.hpp"
+#include "support/test_env.hpp"
+#include "support/test_registry.hpp"
+
+namespace capsa::build {
+namespace {
+
+using test::ProcessResult;
+using test::run_process;
+using test::TempDir;
+
+bool is_root() { return ::geteuid() == 0; }
+
+class Build : public ::testing::Test {
+ protected:
+  TempDir work;
+  std::string cache = work / "cache";
+  std::string tmp = work / "tmp";
+
+  void SetUp() override { std::filesystem::create_directories(tmp); }
+
+  // capsa with a private cache, the build directories in `tmp`, the test CA trusted.
+  ProcessResult capsa(std::vector<std::string> args, std::vector<std::string> env = {}, int timeout = 900) {
+    std::vector<std::string> argv = {"env", "CAPSA_CACHEDIR=" + cache, "TMPDIR=" + tmp,
+                                     "CAPSA_REGISTRY_CA=" + test::test_registry().ca_file, "APPTAINER_NOHTTPS=1"};
+    argv.insert(argv.end(), env.begin(), env.end());
+    argv.push_back(test::capsa_binary());
+    argv.insert(argv.end(), args.begin(), args.end());
+    return run_process(argv, "", timeout);
+  }
+  std::string registry(const std::string& repo) { return test::test_registry().plain + "/" + repo; }
+  std::string def(const std::string& name, const std::string& text) { return work.write(name, text); }
+
+  // The build directories left in $TMPDIR (there must be none after any build).
+  std::vector<std::string> leftovers() {
+    std::vector<std::string> names;
+    for (const auto& entry : std::filesystem::directory_iterator(tmp)) names.push_back(entry.path().filename());
+    return names;
+  }
+};
+
+// The primary partition of a SIF, listed with numeric owners: "mode uid/gid ... path".
+std::string squashfs_listing(const std::string& sif, const TempDir& dir) {
+  sif::Image image = sif::Image::open(sif);
+  std::string part = dir / "partition.squashfs";
+  auto dump = run_process({"sh", "-c", "\"$0\" sif dump " + std::to_string(image.primary_partition()->id) +
+                                           " \"$1\" > \"$2\"",
+                           test::capsa_binary(), sif, part});
+  EXPECT_EQ(dump.exit_code, 0) << dump.err;
+  auto listing = run_process({"unsquashfs", "-lln", "-d", "", part}, "", 300);
+  EXPECT_EQ(listing.exit_code, 0) << listing.err;
+  std::filesystem::remove(part);
+  return listing.out;
+}
+
+// The owner column of one path in a squashfs listing ("" when absent).
+std::string owner_of(const std::string& listing, const std::string& path) {
+  std::istringstream in(listing);
+  for (std::string line; std::getline(in, line);) {
+    if (line.size() < path.size() || line.compare(line.size() - path.size(), path.size(), path) != 0) continue;
+    if (line.size() > path.size() && line[line.size() - path.size() - 1] != ' ') continue;
+    std::istringstream words(line);
+    std::string mode, owner;
+    words >> mode >> owner;
+    return owner;
+  }
+  return "";
+}
+
+// Apt inside a Debian image reaches the mirror the host uses (docs/build.md).
+std::vector<std::string> apt_binds() {
+  std::vector<std::string> binds;
+  for (const char* path : {"/etc/apt/sources.list", "/etc/apt/sources.list.d", "/etc/resolv.conf"})
+    if (::access(path, R_OK) == 0) binds.insert(binds.end(), {"--bind", std::string(path) + ":" + path + ":ro"});
+  return binds;
+}
+
+TEST_F(Build, EverySectionEndsUpWhereApptainerPutsIt) {
+  std::string data = work.write("data.txt", "from the host\n");
+  std::string recipe = def("sections.def",
+      "Bootstrap: docker\n"
+      "From: " + registry("public/busybox:1.0") + "\n"
+      "\n"
+      "%arguments\n"
+      "    GREETING=hello\n"
+      "%setup\n"
+      "    touch \"$APPTAINER_ROOTFS/setup-ran\"\n"
+      "%files\n"
+      "    " + data + " /opt/data.txt\n"
+      "%post\n"
+      "    echo 'export FROM_POST=post-value' >> \"$APPTAINER_ENVIRONMENT\"\n"
+      "    mkdir -p /opt/made && echo {{ GREETING }} > /opt/made/by-post\n"
+      "%environment\n"
+      "    export FROM_ENVIRONMENT={{ GREETING }}-env\n"
+      "%runscript\n"
+      "    echo \"runscript says $FROM_ENVIRONMENT $*\"\n"
+      "%startscript\n"
+      "    echo started\n"
+      "%test\n"
+      "    test -f /setup-ran && test -f /opt/made/by-post\n"
+      "    echo test-passed\n"
+      "%labels\n"
+      "    Maintainer The capsa tests\n"
+      "%help\n"
+      "    This image proves the sections.\n");
+  std::string sif = work / "sections.sif";
+  auto built = capsa({"build", "--build-arg", "GREETING=bonjour", sif, recipe});
+  ASSERT_EQ(built.exit_code, 0) << built.err;
+  EXPECT_NE(built.out.find("test-passed"), std::string::npos) << built.out << built.err;  // %test ran at the end
+  EXPECT_TRUE(leftovers().empty());
+
+  auto siftool = run_process({"siftool", "list", sif});
+  ASSERT_EQ(siftool.exit_code, 0) << siftool.err;
+  EXPECT_NE(siftool.out.find("Def.FILE"), std::string::npos) << siftool.out;
+  EXPECT_NE(siftool.out.find("JSON.Generic"), std::string::npos) << siftool.out;
+  EXPECT_NE(siftool.out.find("FS (Squashfs/*System/amd64)"), std::string::npos) << siftool.out;
+
+  auto run = capsa({"run", sif, "arg1"});
+  EXPECT_EQ(run.out, "runscript says bonjour-env arg1\n") << run.err;
+  auto env = capsa({"exec", sif, "sh", "-c", "echo $FROM_POST $FROM_ENVIRONMENT; cat /opt/made/by-post /opt/data.txt"});
+  EXPECT_EQ(env.out, "post-value bonjour-env\nbonjour\nfrom the host\n") << env.err;
+  auto test = capsa({"test", sif});
+  EXPECT_EQ(test.exit_code, 0) << test.err;
+  EXPECT_NE(test.out.find("test-passed"), std::string::npos) << test.out << test.err;
+
+  auto labels = capsa({"inspect", "--labels", sif});
+  EXPECT_NE(labels.out.find("Maintainer: The capsa tests"), std::string::npos) << labels.out;
+  EXPECT_NE(labels.out.find("org.label-schema.usage.singularity.deffile.bootstrap: docker"), std::string::npos)
+      << labels.out;
+  EXPECT_NE(labels.out.find("org.opencontainers.image.base.name: " + registry("public/busybox:1.0")), std::string::npos)
+      << labels.out;
+  auto deffile = capsa({"inspect", "--deffile", sif});
+  EXPECT_NE(deffile.out.find("echo bonjour > /opt/made/by-post"), std::string::npos) << deffile.out;
+  auto runscript = capsa({"inspect", "--runscript", sif});
+  EXPECT_NE(runscript.out.find("#!/bin/sh\n\n    echo \"runscript says"), std::string::npos) << runscript.out;
+  auto test_script = capsa({"inspect", "--test", sif});
+  EXPECT_NE(test_script.out.find("echo test-passed"), std::string::npos) << test_script.out;
+  auto environment = capsa({"inspect", "--environment", sif});
+  EXPECT_NE(environment.out.find("export FROM_ENVIRONMENT=bonjour-env"), std::string::npos) << environment.out;
+  EXPECT_NE(environment.out.find("export FROM_POST=post-value"), std::string::npos) << environment.out;
+  auto help = capsa({"inspect", "--helpfile", sif});
+  EXPECT_NE(help.out.find("This image proves the sections."), std::string::npos) << help.out;
+
+  // Root stays root: what %setup, %files and %post made belongs to root inside.
+  std::string listing = squashfs_listing(sif, work);
+  EXPECT_EQ(owner_of(listing, "/setup-ran"), "0/0") << listing;
+  EXPECT_EQ(owner_of(listing, "/opt/data.txt"), "0/0") << listing;
+  EXPECT_EQ(owner_of(listing, "/opt/made/by-post"), "0/0") << listing;
+  EXPECT_EQ(owner_of(listing, "/.singularity.d/Singularity"), "0/0") << listing;
+}
+
+TEST_F(Build, ClusterRecipeInstallsADebianPackage) {
+  // The cluster guides' recipe (NGC image + pip) with the local registry's Debian image and apt.
+  std::string recipe = def("recipe.def",
+      "BootStrap: docker\n"
+      "From: " + registry("public/debian:bookworm") + "\n"
+      "Stage: build\n"
+      "\n"
+      "%post\n"
+      "    . /.singularity.d/env/10-docker*.sh\n"
+      "    apt-get update -q\n"
+      "    apt-get install -y -q --no-install-recommends hello\n"
+      "    rm -rf /var/lib/apt/lists/*\n"
+      "\n"
+      "%runscript\n"
+      "    exec hello \"$@\"\n");
+  std::string sif = work / "recipe.sif";
+  std::vector<std::string> args = {"build"};
+  for (auto& b : apt_binds()) args.push_back(b);
+  args.insert(args.end(), {sif, recipe});
+  auto built = capsa(args);
+  ASSERT_EQ(built.exit_code, 0) << built.err;
+  EXPECT_TRUE(leftovers().empty());
+  auto run = capsa({"run", sif});
+  EXPECT_EQ(run.out, "Hello, world!\n") << run.err;
+  std::string listing = squashfs_listing(sif, work);
+  EXPECT_EQ(owner_of(listing, "/usr/bin/hello"), "0/0") << listing;
+  // apt's own user (_apt, uid 42) keeps its directory: ids other than root survive too.
+  EXPECT_EQ(owner_of(listing, "/var/cache/apt/archives/partial").rfind("42/", 0), 0u) << listing;
+}
+
+TEST_F(Build, ClusterRecipeWithEmulatedRoot) {
+  if (is_root()) GTEST_SKIP() << "root builds as real root";
+  std::string recipe = def("recipe.def",
+      "Bootstrap: docker\nFrom: " + registry("public/debian:bookworm") + "\n"
+      "%post\n    apt-get update -q\n    apt-get install -y -q --no-install-recommends hello\n");
+  std::string sif = work / "emulated.sif";
+  std::vector<std::string> args = {"build"};
+  for (auto& b : apt_binds()) args.push_back(b);
+  args.insert(args.end(), {sif, recipe});
+  auto built = capsa(args, {"CAPSA_FAKEROOT_MODE=emulated"});
+  ASSERT_EQ(built.exit_code, 0) << built.err;
+  EXPECT_NE(built.err.find("fakeroot (emulated)"), std::string::npos) << built.err;
+  auto run = capsa({"exec", sif, "hello"});
+  EXPECT_EQ(run.out, "Hello, world!\n") << run.err;
+  EXPECT_EQ(owner_of(squashfs_listing(sif, work), "/usr/bin/hello"), "0/0");
+}
+
+TEST_F(Build, TwoStagesCopyOnlyTheCompiledProgram) {
+  std::string recipe = def("two-stage.def",
+      "Bootstrap: docker\n"
+      "From: " + registry("public/debian:bookworm") + "\n"
+      "Stage: compile\n"
+      "%post -c /bin/bash\n"
+      "    set -o pipefail  # bash only: proves -c chose the shell\n"
+      "    apt-get update -q\n"
+      "    apt-get install -y -q --no-install-recommends gcc libc6-dev\n"
+      "    printf '#include <stdio.h>\\nint main(void) { puts(\"built in stage one\"); return 0; }\\n' > /hello.c\n"
+      "    gcc -static -O2 -o /usr/local/bin/hello-static /hello.c\n"
+      "\n"
+      "Bootstrap: docker\n"
+      "From: " + registry("public/busybox:1.0") + "\n"
+      "Stage: final\n"
+      "%files from compile\n"
+      "    /usr/local/bin/hello-static /usr/bin/hello-static\n"
+      "%runscript\n"
+      "    exec /usr/bin/hello-static\n");
+  std::string sif = work / "two-stage.sif";
+  std::vector<std::string> args = {"build"};
+  for (auto& b : apt_binds()) args.push_back(b);
+  args.insert(args.end(), {sif, recipe});
+  auto built = capsa(args);
+  ASSERT_EQ(built.exit_code, 0) << built.err;
+  EXPECT_TRUE(leftovers().empty());
+  auto run = capsa({"run", sif});
+  EXPECT_EQ(run.out, "built in stage one\n") << run.err;
+  // Only the binary came across: no compiler, no Debian in the final image.
+  auto gcc = capsa({"exec", sif, "sh", "-c", "test -e /usr/bin/gcc || test -e /etc/debian_version || echo clean"});
+  EXPECT_EQ(gcc.out, "clean\n") << gcc.err;
+  EXPECT_LT(std::filesystem::file_size(sif), 8u << 20);
+}
+
+TEST_F(Build, FailingPostShowsItsStatusAndLineAndWritesNothing) {
+  std::string recipe = def("fails.def",
+      "Bootstrap: docker\nFrom: " + registry("public/busybox:1.0") + "\n"
+      "%post\n"
+      "    echo before\n"
+      "    sh -c 'exit 3'\n"
+      "    echo never\n");
+  std::string sif = work / "fails.sif";
+  auto built = capsa({"build", sif, recipe});
+  EXPECT_NE(built.exit_code, 0);
+  EXPECT_NE(built.err.find("fails.def:3: %post failed with exit status 3"), std::string::npos) << built.err;
+  EXPECT_NE(built.err.find("+ fails.def:5: sh -c"), std::string::npos) << built.err;  // the traced line
+  EXPECT_EQ(built.out.find("never"), std::string::npos) << built.out;
+  EXPECT_FALSE(std::filesystem::exists(sif));
+  EXPECT_TRUE(leftovers().empty());
+  // Nothing next to the target either (no temporary SIF).
+  for (const auto& entry : std::filesystem::directory_iterator(work.path()))
+    EXPECT_EQ(entry.path().filename().string().find("fails.sif"), std::string::npos) << entry.path();
+}
+
+TEST_F(Build, BadDefinitionsAreRefusedWithFileAndLine) {
+  struct Case {
+    std::string text;
+    std::string expected;
+  };
+  std::vector<Case> cases = {
+      {"Bootstrap: docker\nFrom: x\n%install\n  make\n", "bad.def:3: unknown section %install"},
+      {"Bootstrap: docker\nFrom: x\nColour: blue\n", "bad.def:3: unknown header keyword \"Colour\""},
+      {"Bootstrap: docker\n%post\n  true\n", "bad.def:1: Bootstrap: docker needs a From: header"},
+      {"Bootstrap: yum\nOSVersion: 9\n", "Bootstrap: yum is not supported by capsa (supported: docker, localimage, "
+                                         "scratch, debootstrap)"},
+      {"Bootstrap: scratch\n%files\n  /no/such/file /x\n", "bad.def:3: %files: /no/such/file does not exist"},
+  };
+  for (const Case& c : cases) {
+    std::string recipe = def("bad.def", c.text);
+    auto built = capsa({"build", "-q", work / "bad.sif", recipe});
+    EXPECT_EQ(built.exit_code, 1) << c.text;
+    EXPECT_NE(built.err.find(c.expected), std::string::npos) << c.text << "\n" << built.err;
+    EXPECT_EQ(built.err.find('\n'), built.err.size() - 1) << "one line: " << built.err;
+    EXPECT_FALSE(std::filesystem::exists(work / "bad.sif"));
+    EXPECT_TRUE(leftovers().empty()) << c.text;
+  }
+}
+
+TEST_F(Build, ExistingTargetNeedsForce) {
+  std::string recipe = def("scratch.def", "Bootstrap: scratch\n%labels\n  Kind scratch\n");
+  std::string sandbox = work / "sandbox";
+  std::filesystem::create_directories(sandbox + "/keep");
+  auto refused = capsa({"build", "--sandbox", sandbox, recipe});
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_NE(refused.err.find("already exists (use --force"), std::string::npos) << refused.err;
+  EXPECT_TRUE(std::filesystem::exists(sandbox + "/keep"));
+  auto forced = capsa({"build", "--force", "--sandbox", sandbox, recipe});
+  ASSERT_EQ(forced.exit_code, 0) << forced.err;
+  EXPECT_FALSE(std::filesystem::exists(sandbox + "/keep"));
+  EXPECT_TRUE(std::filesystem::exists(sandbox + "/.singularity.d/labels.json"));
+  EXPECT_NE(test::read_file(sandbox + "/.singularity.d/labels.json").find("\"Kind\": \"scratch\""), std::string::npos);
+  auto inspect = capsa({"inspect", "--labels", sandbox});  // inspect reads sandboxes too
+  EXPECT_NE(inspect.out.find("Kind: scratch"), std::string::npos) << inspect.out << inspect.err;
+}
+
+TEST_F(Build, SectionRunsOnlyTheNamedSections) {
+  std::string recipe = def("sections-only.def",
+      "Bootstrap: docker\nFrom: " + registry("public/busybox:1.0") + "\n"
+      "%post\n    exit 9\n"
+      "%runscript\n    echo not written\n"
+      "%labels\n    Only labels\n");
+  std::string sif = work / "labels-only.sif";
+  auto built = capsa({"build", "--section", "labels", sif, recipe});
+  ASSERT_EQ(built.exit_code, 0) << built.err;  // the failing %post was skipped
+  EXPECT_NE(capsa({"inspect", "--labels", sif}).out.find("Only: labels"), std::string::npos);
+  EXPECT_EQ(capsa({"inspect", "--runscript", sif}).out.find("not written"), std::string::npos);
+  auto failing = capsa({"build", "--section", "post,labels", work / "post.sif", recipe});
+  EXPECT_NE(failing.err.find("%post failed with exit status 9"), std::string::npos) << failing.err;
+}
+
+// The first Debian mirror this machine's apt names (deb822 or one-line format).
+std::string host_debian_mirror() {
+  auto found = run_process({"sh", "-c",
+      "cat /etc/apt/sources.list.d/*.sources 2>/dev/null | awk '/^URIs:/ {print $2; exit}'; "
+      "cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null | awk '$1 == \"deb\" {print $2; exit}'"});
+  std::istringstream lines(found.out);
+  std::string first;
+  std::getline(lines, first);
+  return first.empty() ? "http://deb.debian.org/debian" : first;
+}
+
+TEST_F(Build, DebootstrapMakesADebianImage) {
+  if (!is_root()) GTEST_SKIP() << "debootstrap needs real root (device nodes, chroot as root)";
+  if (!test::have_program("debootstrap")) GTEST_SKIP() << "debootstrap is not installed";
+  std::string recipe = def("debootstrap.def",
+      "Bootstrap: debootstrap\nOSVersion: bookworm\nMirrorURL: " + host_debian_mirror() + "\nInclude: hello\n"
+      "%runscript\n    exec hello\n");
+  std::string sif = work / "debootstrap.sif";
+  auto built = capsa({"build", "-q", sif, recipe}, {}, 1800);
+  ASSERT_EQ(built.exit_code, 0) << built.err;
+  EXPECT_TRUE(leftovers().empty());
+  auto run = capsa({"run", sif});
+  EXPECT_EQ(run.out, "Hello, world!\n") << run.err;
+  EXPECT_NE(capsa({"inspect", "--labels", sif}).out.find("org.label-schema.usage.singularity.deffile.osversion: bookworm"),
+            std::string::npos);
+}
+
+TEST_F(Build, ConversionsSifToSandboxToSif) {
+  std::string first = work / "busybox.sif";
+  auto pulled = capsa({"build", first, "docker://" + registry("public/busybox:1.0")});
+  ASSERT_EQ(pulled.exit_code, 0) << pulled.err;
+  std::string sandbox = work / "busybox.sandbox";
+  auto unpacked = capsa({"build", "--sandbox", sandbox, first});
+  ASSERT_EQ(unpacked.exit_code, 0) << unpacked.err;
+  EXPECT_TRUE(std::filesystem::exists(sandbox + "/bin/busybox"));
+  std::filesystem::path marker = std::filesystem::path(sandbox) / "added-in-sandbox";
+  { std::ofstream(marker) << "yes\n"; }
+  std::string second = work / "again.sif";
+  auto packed = capsa({"build", second, sandbox});
+  ASSERT_EQ(packed.exit_code, 0) << packed.err;
+  auto run = capsa({"exec", second, "cat", "/added-in-sandbox"});
+  EXPECT_EQ(run.out, "yes\n") << run.err;
+  EXPECT_EQ(owner_of(squashfs_listing(second, work), "/bin/busybox"), "0/0");
+  EXPECT_EQ(run_process({"siftool", "list", second}).exit_code, 0);
+  EXPECT_TRUE(leftovers().empty());
+}
+
+TEST_F(Build, InterruptedBuildLeavesNoTemporaryDirectory) {
+  std::string started = work / "started";
+  std::filesystem::create_directories(started);
+  std::string recipe = def("slow.def",
+      "Bootstrap: docker\nFrom: " + registry("public/busybox:1.0") + "\n"
+      "%post\n    touch /signal/post-started\n    sleep 120\n");
+  std::string sif = work / "slow.sif";
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::setpgid(0, 0);  // its own process group, like a job in a terminal
+    std::string a = "CAPSA_CACHEDIR=" + cache, b = "TMPDIR=" + tmp, c = "APPTAINER_NOHTTPS=1";
+    ::execl("/usr/bin/env", "env", a.c_str(), b.c_str(), c.c_str(), test::capsa_binary().c_str(), "build", "--bind",
+            (started + ":/signal").c_str(), sif.c_str(), recipe.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ::setpgid(pid, pid);
+  bool seen = false;
+  for (int i = 0; i < 1200 && !seen; ++i) {
+    seen = std::filesystem::exists(started + "/post-started");
+    if (!seen) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(seen) << "%post never started";
+  ::kill(-pid, SIGINT);  // what Ctrl-C does: the whole foreground group
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 128 + SIGINT);
+  EXPECT_FALSE(std::filesystem::exists(sif));
+  EXPECT_TRUE(leftovers().empty());
+}
+
+}  // namespace
+}  // namespace capsa::build
