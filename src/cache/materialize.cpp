@@ -35,7 +35,7 @@ bool copy_in_kernel(int in, int out, std::uint64_t size) {
 void materialize(int source_fd, const std::string& destination, unsigned mode, bool replace) {
   with_context("writing " + destination, [&] {
     // Unnamed until complete: a SIGKILL in the middle of a large copy leaves nothing.
-    AtomicFile out(destination, mode);
+    AtomicFile out(destination, mode, AtomicFile::Temporary::unnamed_if_possible);
     // FICLONE shares the extents (btrfs, XFS with reflink): instant, no extra space.
     if (::ioctl(out.fd(), FICLONE, source_fd) != 0) {
       std::uint64_t size = file_size(source_fd);

@@ -33,19 +33,13 @@
 #include <unordered_map>
 #include <vector>
 
+#include "squashfs/sqfs_handles.hpp"
 #include "util/error.hpp"
 #include "util/fd.hpp"
 
 namespace capsa::squashfs {
 namespace {
 
-struct DestroyObject {
-  void operator()(void* object) const { sqfs_destroy(object); }
-};
-struct FreeBuffer {
-  void operator()(void* buffer) const { sqfs_free(buffer); }
-};
-using InodePtr = std::unique_ptr<sqfs_inode_generic_t, FreeBuffer>;
 
 // The image never changes while mounted: the kernel may keep names and attributes as
 // long as it likes (the kernel's own squashfs driver never revalidates either).

@@ -22,20 +22,12 @@
 #include <type_traits>
 #include <vector>
 
+#include "squashfs/sqfs_handles.hpp"
 #include "util/error.hpp"
 
 namespace capsa::squashfs {
 namespace {
 
-// libsquashfs objects are released through their own destroy hook, buffers it
-// returns (inodes, directory entries) through sqfs_free.
-struct DestroyObject {
-  void operator()(void* object) const { sqfs_destroy(object); }
-};
-struct FreeBuffer {
-  void operator()(void* buffer) const { sqfs_free(buffer); }
-};
-using InodePtr = std::unique_ptr<sqfs_inode_generic_t, FreeBuffer>;
 
 // Far beyond any real directory; stops a crafted listing from exhausting memory.
 constexpr std::size_t kMaxDirectoryEntries = 1 << 20;

@@ -6,45 +6,41 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <random>
 #include <vector>
 
 #include "util/error.hpp"
 
 namespace capsa {
+
 namespace {
 
 std::string directory_of(const std::string& path) {
-  auto slash = path.rfind('/');
+  auto slash = path.find_last_of('/');
   if (slash == std::string::npos) return ".";
   return slash == 0 ? "/" : path.substr(0, slash);
 }
 
-std::string random_suffix() {
-  static const char alphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
-  std::random_device device;
-  std::string s;
-  for (int i = 0; i < 8; ++i) s += alphabet[device() % (sizeof alphabet - 1)];
-  return s;
+// Gives the open unnamed file `fd` the name `path` (EEXIST when taken). Through /proc,
+// which needs no privilege (AT_EMPTY_PATH would need CAP_DAC_READ_SEARCH).
+bool link_unnamed(int fd, const std::string& path) {
+  std::string self = "/proc/self/fd/" + std::to_string(fd);
+  return ::linkat(AT_FDCWD, self.c_str(), AT_FDCWD, path.c_str(), AT_SYMLINK_FOLLOW) == 0;
 }
 
 }  // namespace
 
-AtomicFile::AtomicFile(std::string final_path, unsigned mode) : final_path_(std::move(final_path)) {
-  // O_TMPFILE applies the umask to `mode` as open(2) does.
-  int fd = ::open(directory_of(final_path_).c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, static_cast<mode_t>(mode));
-  if (fd >= 0) {
-    fd_.reset(fd);
-    unnamed_ = true;
-    temp_path_ = "/proc/self/fd/" + std::to_string(fd);
-    return;
+AtomicFile::AtomicFile(std::string final_path, unsigned mode, Temporary temporary)
+    : final_path_(std::move(final_path)) {
+  if (temporary == Temporary::unnamed_if_possible) {
+    int fd = ::open(directory_of(final_path_).c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, static_cast<mode_t>(mode));
+    if (fd >= 0) {
+      fd_.reset(fd);
+      unnamed_ = true;
+      return;
+    }
+    // Filesystems without O_TMPFILE answer EOPNOTSUPP (old kernels EISDIR or EINVAL);
+    // anything else (a missing directory, no permission) fails below with a clearer message.
   }
-  // EOPNOTSUPP/EISDIR/EINVAL: the filesystem or kernel has no O_TMPFILE; other errors
-  // (no such directory, no permission) are reported by the named fallback just the same.
-  create_named(mode);
-}
-
-void AtomicFile::create_named(unsigned mode) {
   // mkstemp wants a writable template; the suffix keeps temporaries recognisable.
   std::string tmpl = final_path_ + ".capsa-tmp-XXXXXX";
   std::vector<char> buf(tmpl.begin(), tmpl.end());
@@ -60,42 +56,28 @@ void AtomicFile::create_named(unsigned mode) {
 }
 
 AtomicFile::~AtomicFile() {
-  if (!committed_ && !unnamed_ && !temp_path_.empty()) ::unlink(temp_path_.c_str());
-}
-
-// linkat through /proc/self/fd names an O_TMPFILE file without CAP_DAC_READ_SEARCH
-// (which AT_EMPTY_PATH would need).
-void AtomicFile::link_unnamed(bool replace) {
-  if (!replace) {
-    // Fails with EEXIST instead of replacing: "refuse to overwrite" is race-free.
-    if (::linkat(AT_FDCWD, temp_path_.c_str(), AT_FDCWD, final_path_.c_str(), AT_SYMLINK_FOLLOW) != 0)
-      throw_errno(final_path_);
-    return;
-  }
-  // Replacing needs a name to rename from; it exists only for these two calls.
-  for (int attempt = 0;; ++attempt) {
-    std::string named = final_path_ + ".capsa-tmp-" + random_suffix();
-    if (::linkat(AT_FDCWD, temp_path_.c_str(), AT_FDCWD, named.c_str(), AT_SYMLINK_FOLLOW) != 0) {
-      if (errno == EEXIST && attempt < 8) continue;
-      throw_errno("linking the new " + final_path_);
-    }
-    if (::rename(named.c_str(), final_path_.c_str()) != 0) {
-      int saved = errno;
-      ::unlink(named.c_str());
-      errno = saved;
-      throw_errno("rename to " + final_path_);
-    }
-    return;
-  }
+  if (!committed_ && !temp_path_.empty()) ::unlink(temp_path_.c_str());
 }
 
 void AtomicFile::commit(bool replace) {
-  if (::fsync(fd_.get()) != 0) throw_errno("fsync " + final_path_);
+  if (::fsync(fd_.get()) != 0) throw_errno("fsync " + (unnamed_ ? final_path_ : temp_path_));
   if (unnamed_) {
-    link_unnamed(replace);
-    fd_.reset();
-    committed_ = true;
-    return;
+    if (!replace) {
+      if (!link_unnamed(fd_.get(), final_path_)) throw_errno(final_path_);  // EEXIST: refused, race-free
+      fd_.reset();
+      committed_ = true;
+      return;
+    }
+    // rename(2) needs a name: link to a fresh one, then rename it over the final path.
+    // Only in between could a SIGKILL leave a file behind, and then a complete one.
+    for (int attempt = 0;; ++attempt) {
+      std::string candidate = final_path_ + ".capsa-tmp-" + std::to_string(::getpid()) + "-" + std::to_string(attempt);
+      if (link_unnamed(fd_.get(), candidate)) {
+        temp_path_ = candidate;
+        break;
+      }
+      if (errno != EEXIST || attempt > 100) throw_errno("naming the new " + final_path_);
+    }
   }
   fd_.reset();
   if (replace) {
