@@ -16,18 +16,22 @@ namespace {
 
 // /tmp/capsa-fuzz-unpack-XXXXXX/out is the target; nothing else may ever appear in the
 // parent, which the fuzzer checks after each input.
-const std::string& work_dir() {
-  static const std::string dir = [] {
-    char tmpl[] = "/tmp/capsa-fuzz-unpack-XXXXXX";
-    if (!::mkdtemp(tmpl)) abort();
-    return std::string(tmpl);
-  }();
-  return dir;
-}
+// A plain array: it outlives the atexit handler that removes the directory.
+char g_work_dir[] = "/tmp/capsa-fuzz-unpack-XXXXXX";
 
 void remove_work_dir() {
   std::error_code ec;
-  std::filesystem::remove_all(work_dir(), ec);
+  std::filesystem::remove_all(g_work_dir, ec);
+}
+
+std::string work_dir() {
+  static const bool made = [] {
+    if (!::mkdtemp(g_work_dir)) abort();
+    std::atexit(remove_work_dir);
+    return true;
+  }();
+  (void)made;
+  return g_work_dir;
 }
 
 // Leaves the tree writable and removable whatever modes the input gave it.
@@ -44,8 +48,6 @@ void remove_tree(const std::string& path) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  static const bool cleanup_registered = std::atexit(remove_work_dir) == 0;
-  (void)cleanup_registered;
   capsa::fuzz::MemfdInput input(data, size);
   const std::string target = work_dir() + "/out";
   try {
