@@ -185,7 +185,8 @@ extra_fds = [f"{fd} -> {os.readlink(f'/proc/{long_running.pid}/fd/{fd}')}"
 long_running.kill()
 reap(long_running)
 
-who = "root (kernel squashfs, loop device)" if os.geteuid() == 0 else "unprivileged (squashfuse_ll, user namespace)"
+fuse = "squashfuse_ll" if os.environ.get("CAPSA_FUSE") == "squashfuse" else "capsa's FUSE server"
+who = "root (kernel squashfs, loop device)" if os.geteuid() == 0 else f"unprivileged ({fuse}, user namespace)"
 ms = lambda s: f"{s * 1000:.0f} ms"
 rows = [
     ("who", who),
