@@ -13,6 +13,7 @@
 #include <iostream>
 
 #include "util/error.hpp"
+#include "util/path.hpp"
 
 extern char** environ;
 
@@ -24,18 +25,6 @@ std::vector<char*> c_strings(const std::vector<std::string>& strings) {
   for (const std::string& s : strings) out.push_back(const_cast<char*>(s.c_str()));
   out.push_back(nullptr);
   return out;
-}
-
-std::vector<std::string> components(const std::string& path) {
-  std::vector<std::string> parts;
-  std::size_t start = 0;
-  while (start <= path.size()) {
-    std::size_t end = path.find('/', start);
-    if (end == std::string::npos) end = path.size();
-    if (end > start) parts.push_back(path.substr(start, end - start));
-    start = end + 1;
-  }
-  return parts;
 }
 
 }  // namespace
@@ -79,7 +68,7 @@ int run_program_as_build_root(runtime::RootMode mode, const std::vector<std::str
 std::string resolve_in_root(const std::string& rootfs, const std::string& path) {
   std::vector<std::string> pending;  // components still to walk, last one first
   auto push = [&](const std::string& p) {
-    std::vector<std::string> parts = components(p);
+    std::vector<std::string> parts = path_components(p);
     pending.insert(pending.end(), parts.rbegin(), parts.rend());
   };
   push(path);

@@ -12,6 +12,7 @@
 #include <iostream>
 
 #include "util/error.hpp"
+#include "util/path.hpp"
 #include "util/fd.hpp"
 
 namespace capsa::runtime {
@@ -26,14 +27,7 @@ constexpr int kMaxSymlinkHops = 40;
 int open_in_root(int root_fd, const std::string& path, int final_flags) {
   std::vector<std::string> pending;
   auto push_components = [&](const std::string& p) {
-    std::vector<std::string> parts;
-    std::size_t start = 0;
-    while (start <= p.size()) {
-      std::size_t end = p.find('/', start);
-      if (end == std::string::npos) end = p.size();
-      if (end > start) parts.push_back(p.substr(start, end - start));
-      start = end + 1;
-    }
+    std::vector<std::string> parts = path_components(p);
     pending.insert(pending.end(), parts.rbegin(), parts.rend());
   };
   push_components(path);

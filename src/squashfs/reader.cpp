@@ -24,6 +24,7 @@
 
 #include "squashfs/sqfs_handles.hpp"
 #include "util/error.hpp"
+#include "util/path.hpp"
 
 namespace capsa::squashfs {
 namespace {
@@ -105,15 +106,8 @@ bool is_symlink(const sqfs_inode_generic_t& inode) {
 }
 
 std::deque<std::string> split_path(const std::string& path) {
-  std::deque<std::string> parts;
-  std::size_t start = 0;
-  while (start <= path.size()) {
-    std::size_t end = path.find('/', start);
-    if (end == std::string::npos) end = path.size();
-    if (end > start) parts.push_back(path.substr(start, end - start));
-    start = end + 1;
-  }
-  return parts;
+  std::vector<std::string> parts = path_components(path);
+  return {parts.begin(), parts.end()};
 }
 
 }  // namespace

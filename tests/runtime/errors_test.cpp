@@ -11,7 +11,7 @@
 #include <functional>
 #include <fstream>
 
-#include "run_helpers.hpp"
+#include "runtime/run_support.hpp"
 #include "support/test_env.hpp"
 #include "support/unprivileged.hpp"
 

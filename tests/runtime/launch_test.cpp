@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "runtime/run_support.hpp"
 #include "support/process.hpp"
 #include "support/temp_dir.hpp"
 #include "support/test_env.hpp"
@@ -31,15 +32,6 @@ std::string mount_table() { return test::read_file("/proc/self/mountinfo"); }
 // Live processes, other than ps, whose command line names `image`: a squashfuse_ll, or
 // capsa's own FUSE server (a forked capsa keeps capsa's command line). Zombies have no
 // arguments left to match.
-int servers_for(const std::string& image) {
-  auto result = run_process({"ps", "-o", "args=", "-u", std::to_string(::getuid())});
-  std::istringstream lines(result.out);
-  int live = 0;
-  for (std::string line; std::getline(lines, line);)
-    if (line.find(image) != std::string::npos) ++live;
-  return live;
-}
-
 TEST(Launch, CommandRunsAsTheCallerInTheCallersDirectory) {
   test::TempDir dir;
   ASSERT_EQ(::chdir(dir.path().c_str()), 0);
@@ -133,8 +125,8 @@ TEST(Launch, NothingIsLeftBehind) {
   auto result = capsa({"exec", image, "true"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_EQ(mount_table(), before) << "no mount leaks into the caller's namespace";
-  for (int i = 0; i < 50 && servers_for(image) > 0; ++i) ::usleep(100000);
-  EXPECT_EQ(servers_for(image), 0) << "the FUSE server died with the container";
+  for (int i = 0; i < 50 && testing::fuse_servers_for(image) > 0; ++i) ::usleep(100000);
+  EXPECT_EQ(testing::fuse_servers_for(image), 0) << "the FUSE server died with the container";
   if (::geteuid() == 0) {
     auto loops = run_process({"losetup", "-j", image});
     EXPECT_EQ(loops.out, "") << "the loop device was released";
@@ -200,8 +192,8 @@ TEST(Launch, NothingIsLeftWhenTheContainerIsKilled) {
                               "", 60);
     EXPECT_EQ(result.signal, SIGKILL) << server << ": " << result.err;
     EXPECT_EQ(mount_table(), before) << server;
-    for (int i = 0; i < 50 && servers_for(image) > 0; ++i) ::usleep(100000);
-    EXPECT_EQ(servers_for(image), 0) << server << ": the FUSE server died with the container";
+    for (int i = 0; i < 50 && testing::fuse_servers_for(image) > 0; ++i) ::usleep(100000);
+    EXPECT_EQ(testing::fuse_servers_for(image), 0) << server << ": the FUSE server died with the container";
     if (::geteuid() == 0) {
       auto loops = run_process({"losetup", "-j", image});
       EXPECT_EQ(loops.out, "") << "the loop device was released";

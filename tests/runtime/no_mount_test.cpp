@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include "run_helpers.hpp"
+#include "runtime/run_support.hpp"
 
 namespace capsa::runtime {
 namespace {

@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include "run_helpers.hpp"
+#include "runtime/run_support.hpp"
 #include "support/test_registry.hpp"
 
 namespace capsa::runtime {

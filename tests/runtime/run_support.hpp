@@ -56,4 +56,19 @@ std::string own_namespace(const std::string& name);
 // The lines of `text`.
 std::vector<std::string> lines_of(const std::string& text);
 
+// A sandbox directory `root` under `dir`: /bin/busybox with the applets the tests use,
+// the usual mount points, /etc/passwd and /etc/group, and the caller's $HOME.
+std::string make_busybox_sandbox(const test::TempDir& dir, const std::string& name = "sandbox");
+
+std::string mount_table();  // /proc/self/mountinfo of the calling process
+
+// Loop devices whose backing file is `image` (/sys/block/loop*/loop/backing_file).
+int loop_devices_for(const std::string& image);
+// Live processes of the calling user that name `image` on their command line: the FUSE
+// server of a container (capsa's own, a forked capsa, or squashfuse_ll) and the container.
+int fuse_servers_for(const std::string& image);
+
+// Whether `text` has `line` as one of its lines.
+bool has_line(const std::string& text, const std::string& line);
+
 }  // namespace capsa::runtime::testing

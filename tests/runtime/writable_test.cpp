@@ -8,7 +8,7 @@
 
 #include <filesystem>
 
-#include "run_helpers.hpp"
+#include "runtime/run_support.hpp"
 #include "support/test_env.hpp"
 
 namespace capsa::runtime {
