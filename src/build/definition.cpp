@@ -45,7 +45,9 @@ std::vector<Line> split_lines(const std::string& text) {
     std::size_t end = text.find('\n', start);
     if (end == std::string::npos) end = text.size();
     std::string line = text.substr(start, end - start);
-    if (!line.empty() && line.back() == '\r') line.pop_back();  // files edited on Windows
+    // Files edited on Windows end lines in CR LF. Every trailing CR goes, not just one:
+    // the stage text saved in the image must parse to the same stage again.
+    while (!line.empty() && line.back() == '\r') line.pop_back();
     lines.push_back({number++, std::move(line)});
     start = end + 1;
   }

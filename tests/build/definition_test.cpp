@@ -87,6 +87,16 @@ TEST(Definition, SectionNamesAreCaseInsensitive) {
   EXPECT_EQ(def.stages[0].post.body, "echo hi\n");
 }
 
+// Found by fuzz_definition: a line ending in several CRs lost one per parse, so the stage
+// text saved in the image parsed to a different %post.
+TEST(Definition, StageTextParsesToTheSameStageWhateverTheLineEndings) {
+  Definition def = parse("Bootstrap: docker\r\nFrom: debian\r\n%post\r\necho hi\r\r\r\n");
+  EXPECT_EQ(def.stages[0].post.body, "echo hi\n");
+  Definition again = parse(def.stages[0].text);
+  EXPECT_EQ(again.stages[0].post.body, def.stages[0].post.body);
+  EXPECT_EQ(again.stages[0].header, def.stages[0].header);
+}
+
 TEST(Definition, ScriptSectionsKeepTheirBodyAndArguments) {
   Definition def = parse(
       "Bootstrap: scratch\n"
