@@ -13,6 +13,8 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -89,6 +91,29 @@ ProcessResult capsa(std::vector<std::string> args, std::vector<std::string> env 
 ProcessResult host_sh(const std::string& script) { return run_process({"sh", "-c", script}, "", 30); }
 
 bool contains(const std::string& text, const std::string& needle) { return text.find(needle) != std::string::npos; }
+
+// Whether a "PID: command line" entry of the leak probes is `root` or one of its
+// descendants: the secret scans look at the test's own process tree only, since other
+// suites running at the same time use the same API key on purpose.
+bool in_tree_of(pid_t root, const std::string& entry) {
+  pid_t pid = static_cast<pid_t>(std::atol(entry.c_str()));
+  for (int depth = 0; pid > 1 && depth < 64; ++depth) {
+    if (pid == root) return true;
+    std::string stat;
+    try {
+      stat = test::read_file("/proc/" + std::to_string(pid) + "/stat");
+    } catch (...) {
+      return false;
+    }
+    // Field 4, after the command name in parentheses (which may hold spaces).
+    std::size_t close = stat.rfind(')');
+    if (close == std::string::npos) return false;
+    int ppid = 0;
+    if (std::sscanf(stat.c_str() + close + 1, " %*c %d", &ppid) != 1) return false;
+    pid = ppid;
+  }
+  return false;
+}
 
 // --- files -----------------------------------------------------------------------------
 
@@ -415,10 +440,11 @@ TEST_F(PrivilegeWithRegistry, SecretsAppearInNoProcessTitleOrChildEnvironmentDur
         for (const auto& process : test::processes_with_argument(secret)) {
           // The test's own env(1) launcher carries the password on its command line
           // until it execs capsa: the user's doing, not capsa's.
-          if (contains(process, ": env " + marker + " ")) continue;
+          if (!in_tree_of(container.pid(), process) || contains(process, ": env " + marker + " ")) continue;
           leaks.push_back("command line: " + process);
         }
         for (const auto& process : test::processes_with_environment(secret)) {
+          if (!in_tree_of(container.pid(), process)) continue;
           // A password the user put in capsa's environment is in capsa's (and its pulling
           // fork's) environment from the start; no process capsa *starts* may have it.
           const bool capsa_itself = in_environment && (contains(process, test::capsa_binary()));
