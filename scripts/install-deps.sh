@@ -4,6 +4,7 @@
 set -eu
 [ "$(id -u)" -eq 0 ] || { echo "install-deps.sh: run as root (it calls apt-get)" >&2; exit 1; }
 
+# lib{zstd,lz4,lzma}-dev, zlib1g-dev: their archives are linked into the runner (src/cli/CMakeLists.txt)
 # libseccomp-dev: the emulated --fakeroot seccomp filter (build); uidmap: newuidmap/newgidmap for --fakeroot with subuid ranges
 packages="
   build-essential cmake ninja-build pkg-config git
@@ -11,6 +12,7 @@ packages="
   libgtest-dev libgmock-dev
   libcli11-dev nlohmann-json3-dev libssl-dev
   libsquashfs-dev squashfs-tools-ng squashfs-tools
+  libzstd-dev liblz4-dev liblzma-dev zlib1g-dev
   libarchive-dev libcurl4-openssl-dev libfuse3-dev fuse3 squashfuse
   siftool hyperfine
   util-linux passwd file busybox-static
