@@ -89,15 +89,6 @@ bool shell_name(const std::string& name) {
   return true;
 }
 
-// Kept through the image's scripts (Apptainer's list), plus names a bash /bin/sh holds
-// read-only, which cannot be unset.
-bool kept_through_scripts(const std::string& name) {
-  static const std::set<std::string> kept = {
-      "PWD", "HOME", "OPTIND", "UID", "GID", "SINGULARITY_APPNAME", "SINGULARITY_SHELL", "APPTAINER_NAME",
-      "APPTAINER_CONTAINER", "APPTAINER_INSTANCE", "EUID", "PPID", "SHELLOPTS", "BASHOPTS", "BASH_VERSINFO"};
-  return kept.count(name) != 0;
-}
-
 std::string dispatch(const std::string& action) {
   if (action == "exec") {
     // A command the container does not have ends with Apptainer's words and status 127
@@ -138,6 +129,14 @@ std::string dispatch(const std::string& action) {
 }
 
 }  // namespace
+
+// Apptainer's list, plus names a bash /bin/sh holds read-only, which cannot be unset.
+bool kept_through_scripts(const std::string& name) {
+  static const std::set<std::string> kept = {
+      "PWD", "HOME", "OPTIND", "UID", "GID", "SINGULARITY_APPNAME", "SINGULARITY_SHELL", "APPTAINER_NAME",
+      "APPTAINER_CONTAINER", "APPTAINER_INSTANCE", "EUID", "PPID", "SHELLOPTS", "BASHOPTS", "BASH_VERSINFO"};
+  return kept.count(name) != 0;
+}
 
 std::string action_script(const ActionScriptInput& in) {
   std::string set_aside, restore;

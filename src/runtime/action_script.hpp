@@ -33,4 +33,11 @@ struct ActionScriptInput {
 
 std::string action_script(const ActionScriptInput& input);
 
+// Whether the variable stays in place while the image's scripts run (step 1).
+bool kept_through_scripts(const std::string& name);
+
+// The PATH entries Apptainer appends where an image's PATH lacks them, in order.
+inline constexpr const char* kDefaultPathEntries[] = {"/usr/local/sbin", "/usr/local/bin", "/usr/sbin",
+                                                      "/usr/bin",       "/sbin",           "/bin"};
+
 }  // namespace capsa::runtime

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "runtime/shell_words.hpp"
 #include "util/error.hpp"
 
 namespace capsa::runtime {
@@ -17,126 +18,9 @@ constexpr const char* kLibsDir = "/.singularity.d/libs";
 // The line Apptainer recognises as a generated Docker runscript (capsa writes it too).
 constexpr const char* kDockerRunscriptMarker = "eval \"set ${SINGULARITY_OCI_RUN}\"";
 
-bool name_char(char c, bool first) {
-  return c == '_' || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (!first && c >= '0' && c <= '9');
-}
-
 std::string lookup(const EnvMap& env, const std::string& name) {
   auto it = env.find(name);
   return it == env.end() ? std::string() : it->second;
-}
-
-// A small reader of the shell words environment files contain. `stop` ends the word
-// (the `}` of an enclosing ${...}); returns false for anything it does not understand
-// (command substitution, other parameter operators), so that the line is left alone.
-class WordReader {
- public:
-  WordReader(const std::string& text, const EnvMap& env) : text_(text), env_(env) {}
-
-  bool read(std::string* out, char stop) {
-    while (pos_ < text_.size()) {
-      char c = text_[pos_];
-      if (c == stop) return true;
-      if (c == '\'') {
-        std::size_t end = text_.find('\'', pos_ + 1);
-        if (end == std::string::npos) return false;
-        *out += text_.substr(pos_ + 1, end - pos_ - 1);
-        pos_ = end + 1;
-      } else if (c == '"') {
-        ++pos_;
-        if (!read_double_quoted(out)) return false;
-      } else if (c == '\\') {
-        if (pos_ + 1 >= text_.size()) return false;
-        *out += text_[pos_ + 1];
-        pos_ += 2;
-      } else if (c == '$') {
-        if (!read_parameter(out)) return false;
-      } else if (c == '`' || c == ' ' || c == '\t' || c == ';' || c == '&' || c == '|' || c == '(' || c == ')' ||
-                 c == '<' || c == '>') {
-        return false;
-      } else {
-        *out += c;
-        ++pos_;
-      }
-    }
-    return stop == '\0';
-  }
-
- private:
-  bool read_double_quoted(std::string* out) {
-    while (pos_ < text_.size()) {
-      char c = text_[pos_];
-      if (c == '"') {
-        ++pos_;
-        return true;
-      }
-      if (c == '\\' && pos_ + 1 < text_.size()) {
-        char next = text_[pos_ + 1];
-        if (next == '\\' || next == '"' || next == '$' || next == '`') {
-          *out += next;
-        } else if (next != '\n') {
-          *out += c;
-          *out += next;
-        }
-        pos_ += 2;
-      } else if (c == '$') {
-        if (!read_parameter(out)) return false;
-      } else if (c == '`') {
-        return false;
-      } else {
-        *out += c;
-        ++pos_;
-      }
-    }
-    return false;
-  }
-
-  // $NAME, ${NAME}, ${NAME:-WORD} (WORD itself may be quoted, as in `"${K:-"V"}"`).
-  bool read_parameter(std::string* out) {
-    ++pos_;  // the $
-    if (pos_ >= text_.size()) {
-      *out += '$';
-      return true;
-    }
-    if (text_[pos_] != '{') {
-      std::size_t start = pos_;
-      while (pos_ < text_.size() && name_char(text_[pos_], pos_ == start)) ++pos_;
-      if (pos_ == start) {
-        *out += '$';  // a lone $ stands for itself
-        return true;
-      }
-      *out += lookup(env_, text_.substr(start, pos_ - start));
-      return true;
-    }
-    ++pos_;
-    std::size_t start = pos_;
-    while (pos_ < text_.size() && name_char(text_[pos_], pos_ == start)) ++pos_;
-    if (pos_ == start || pos_ >= text_.size()) return false;
-    std::string value = lookup(env_, text_.substr(start, pos_ - start));
-    if (text_[pos_] == '}') {
-      ++pos_;
-      *out += value;
-      return true;
-    }
-    if (text_.compare(pos_, 2, ":-") != 0) return false;
-    pos_ += 2;
-    std::string fallback;
-    if (!read(&fallback, '}')) return false;
-    ++pos_;  // the }
-    *out += value.empty() ? fallback : value;
-    return true;
-  }
-
-  const std::string& text_;
-  const EnvMap& env_;
-  std::size_t pos_ = 0;
-};
-
-bool valid_name(const std::string& name) {
-  if (name.empty()) return false;
-  for (std::size_t i = 0; i < name.size(); ++i)
-    if (!name_char(name[i], i == 0)) return false;
-  return true;
 }
 
 std::vector<std::string> words_of(const std::string& line) {
@@ -170,7 +54,7 @@ struct ShellState {
   void assign(const std::string& text, bool exported) {
     std::size_t eq = text.find('=');
     std::string name = text.substr(0, eq);
-    if (eq == std::string::npos || !valid_name(name)) return;
+    if (eq == std::string::npos || !is_shell_variable_name(name)) return;
     std::string value;
     if (!expand_shell_word(text.substr(eq + 1), visible(), &value)) return;
     if (exported || env.count(name)) {
@@ -213,7 +97,7 @@ struct ShellState {
         env.erase(words[i]);
         locals.erase(words[i]);
       }
-    } else if (line.find('=') != std::string::npos && valid_name(line.substr(0, line.find('=')))) {
+    } else if (line.find('=') != std::string::npos && is_shell_variable_name(line.substr(0, line.find('=')))) {
       assign(line, false);  // NAME="a b": one word once quoted; expand_shell_word refuses anything else
     }
   }
@@ -296,14 +180,6 @@ std::vector<std::string> docker_run_argv(const std::string& runscript, const std
 }
 
 }  // namespace
-
-bool expand_shell_word(const std::string& word, const EnvMap& env, std::string* value) {
-  std::string out;
-  WordReader reader(word, env);
-  if (!reader.read(&out, '\0')) return false;
-  *value = std::move(out);
-  return true;
-}
 
 EnvMap environment_without_shell(const EnvMap& process, const EnvMap& injected, const std::string& root) {
   EnvMap env = process;

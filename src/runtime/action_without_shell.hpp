@@ -17,16 +17,13 @@
 #include <vector>
 
 #include "runtime/environment.hpp"
+#include "runtime/shell_words.hpp"
 
 namespace capsa::runtime {
 
 // The process environment after the image's environment files (read from `root`,
 // normally "/") and the injected variables, as the action script would leave it.
 EnvMap environment_without_shell(const EnvMap& process, const EnvMap& injected, const std::string& root = "/");
-
-// The value of one shell word as the environment files write them (double or single
-// quotes, `$NAME`, `${NAME}`, `${NAME:-WORD}`); false when it needs more of a shell.
-bool expand_shell_word(const std::string& word, const EnvMap& env, std::string* value);
 
 // The argv of `action` (exec, run, shell, test) with `args`; empty when the action has
 // nothing to run (test without a test script). Throws Error when it cannot run.

@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "runtime/action_in_process.hpp"
 #include "runtime/action_without_shell.hpp"
 #include "runtime/action_script.hpp"
 #include "runtime/container_root.hpp"
@@ -145,9 +146,15 @@ std::vector<char*> c_strings(std::vector<std::string>& strings) {
 
 [[noreturn]] void exec_in_container(const ActionRequest& r, const ComposedEnvironment& env) {
   if (::access("/bin/sh", X_OK) != 0) exec_without_shell(r, env);
+  const ActionScriptInput script_input{r.action, &env.process, &env.injected, r.nv || r.nvccli};
+  if (r.action == "exec") {
+    // Returns only when the image's shell has to run the action script after all.
+    std::string why;
+    exec_in_process(script_input, r.args, &why);
+    if (r.debug) std::cerr << "capsa: the action runs through /bin/sh: " << why << "\n";
+  }
   std::vector<std::string> envp_strings = to_envp(env.process);
-  std::vector<std::string> argv_strings = {
-      "/bin/sh", "-c", action_script({r.action, &env.process, &env.injected, r.nv || r.nvccli}), r.action};
+  std::vector<std::string> argv_strings = {"/bin/sh", "-c", action_script(script_input), r.action};
   argv_strings.insert(argv_strings.end(), r.args.begin(), r.args.end());
   std::vector<char*> argv = c_strings(argv_strings), envp = c_strings(envp_strings);
   // Nothing the container runs may gain privileges (setuid binaries in the image included).

@@ -1,0 +1,370 @@
+#include "runtime/env_script.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <set>
+#include <vector>
+
+#include "runtime/shell_words.hpp"
+
+namespace capsa::runtime {
+namespace {
+
+// Variables a shell sets for itself: their values here would be guesses.
+bool set_by_the_shell(const std::string& name) {
+  static const std::set<std::string> names = {
+      "PPID", "IFS", "PS2", "PS4", "OPTIND", "OPTARG", "HOSTNAME", "SHLVL", "RANDOM", "LINENO", "SECONDS", "EUID",
+      "UID", "GROUPS", "HOSTTYPE", "OSTYPE", "MACHTYPE", "OLDPWD", "SHELLOPTS", "BASHOPTS", "PIPESTATUS", "FUNCNAME",
+      "DIRSTACK", "COLUMNS", "LINES", "HISTFILE", "HISTSIZE", "HISTFILESIZE", "MAILCHECK", "ENV", "_"};
+  return names.count(name) != 0 || name.rfind("BASH", 0) == 0;
+}
+
+struct Token {
+  enum Kind { Word, Newline, Semi, And, Or, End } kind;
+  std::string text;
+  int line;
+};
+
+// Splits `text` into words and the few operators environment files use; the words keep
+// their quotes (shell_words expands them). Anything else needs a shell.
+class Tokenizer {
+ public:
+  Tokenizer(const std::string& text, const std::string& origin) : text_(text), origin_(origin) {}
+
+  std::vector<Token> tokens() {
+    std::vector<Token> out;
+    while (pos_ < text_.size()) {
+      char c = text_[pos_];
+      if (c == ' ' || c == '\t' || c == '\r') {
+        ++pos_;
+      } else if (c == '\\' && pos_ + 1 < text_.size() && text_[pos_ + 1] == '\n') {
+        pos_ += 2;
+        ++line_;
+      } else if (c == '\n') {
+        out.push_back({Token::Newline, "", line_++});
+        ++pos_;
+      } else if (c == '#') {
+        while (pos_ < text_.size() && text_[pos_] != '\n') ++pos_;
+      } else if (c == ';') {
+        if (next_is(';')) fail("`;;`");
+        out.push_back({Token::Semi, ";", line_});
+        ++pos_;
+      } else if (c == '&') {
+        if (!next_is('&')) fail("a background command (&)");
+        out.push_back({Token::And, "&&", line_});
+        pos_ += 2;
+      } else if (c == '|') {
+        if (!next_is('|')) fail("a pipe");
+        out.push_back({Token::Or, "||", line_});
+        pos_ += 2;
+      } else if (std::strchr("()<>`", c) != nullptr) {
+        fail(std::string("`") + c + "`");
+      } else {
+        std::size_t start = pos_;
+        int first_line = line_;
+        skip_word();
+        out.push_back({Token::Word, text_.substr(start, pos_ - start), first_line});
+      }
+    }
+    out.push_back({Token::End, "", line_});
+    return out;
+  }
+
+ private:
+  bool next_is(char c) const { return pos_ + 1 < text_.size() && text_[pos_ + 1] == c; }
+
+  [[noreturn]] void fail(const std::string& what) const {
+    throw NeedsShell{origin_ + ":" + std::to_string(line_) + ": " + what};
+  }
+
+  // To the end of the word: blanks and operators end it only outside quotes and ${...}.
+  void skip_word() {
+    enum Context { Unquoted, Double, Brace };
+    std::vector<Context> stack = {Unquoted};
+    while (pos_ < text_.size()) {
+      char c = text_[pos_];
+      Context here = stack.back();
+      if (here == Unquoted && stack.size() == 1 && std::strchr(" \t\r\n;&|()<>", c) != nullptr) return;
+      if (c == '`') fail("command substitution");
+      if (c == '\n') ++line_;
+      if (c == '\\') {
+        if (pos_ + 1 < text_.size() && text_[pos_ + 1] == '\n') ++line_;
+        pos_ += 2;
+        continue;
+      }
+      if (c == '\'' && here != Double) {
+        std::size_t end = text_.find('\'', pos_ + 1);
+        if (end == std::string::npos) fail("an unterminated quote");
+        for (std::size_t i = pos_; i < end; ++i) line_ += text_[i] == '\n';
+        pos_ = end + 1;
+        continue;
+      }
+      if (c == '$' && next_is('{')) {
+        stack.push_back(Brace);
+        pos_ += 2;
+        continue;
+      }
+      if (c == '"') {
+        if (here == Double) stack.pop_back();
+        else stack.push_back(Double);
+      } else if (c == '}' && here == Brace) {
+        stack.pop_back();
+      }
+      ++pos_;
+    }
+    if (stack.size() != 1) fail("an unterminated quote or ${");
+  }
+
+  const std::string& text_;
+  const std::string& origin_;
+  std::size_t pos_ = 0;
+  int line_ = 1;
+};
+
+}  // namespace
+
+// Recursive descent over the tokens, executing as it goes; `active` false parses a branch
+// that is not taken without running it.
+class EnvScript::Parser {
+ public:
+  Parser(EnvScript& shell, std::vector<Token> tokens, const std::string& origin)
+      : shell_(shell), tokens_(std::move(tokens)), origin_(origin) {}
+
+  void run() {
+    list(true, {});
+    if (peek().kind != Token::End) fail("unexpected `" + peek().text + "`");
+  }
+
+ private:
+  const Token& peek() const { return tokens_[pos_]; }
+  bool at_keyword(const char* word) const { return peek().kind == Token::Word && peek().text == word; }
+
+  [[noreturn]] void fail(const std::string& what) const {
+    throw NeedsShell{origin_ + ":" + std::to_string(peek().line) + ": " + what};
+  }
+
+  void expect(const char* word) {
+    if (!at_keyword(word)) fail(std::string("expected `") + word + "`");
+    ++pos_;
+  }
+
+  // Commands up to one of `ends` (a keyword in command position) or the end.
+  int list(bool active, const std::set<std::string>& ends) {
+    int status = 0;
+    for (;;) {
+      while (peek().kind == Token::Newline || peek().kind == Token::Semi) ++pos_;
+      if (peek().kind == Token::End) return status;
+      if (peek().kind == Token::Word && ends.count(peek().text)) return status;
+      status = and_or(active);
+    }
+  }
+
+  int and_or(bool active) {
+    int status = command(active);
+    while (peek().kind == Token::And || peek().kind == Token::Or) {
+      bool run_next = peek().kind == Token::And ? status == 0 : status != 0;
+      ++pos_;
+      while (peek().kind == Token::Newline) ++pos_;
+      int next = command(active && run_next);
+      if (active && run_next) status = next;
+    }
+    return status;
+  }
+
+  int command(bool active) {
+    if (peek().kind != Token::Word) fail("unexpected `" + peek().text + "`");
+    const std::string& first = peek().text;
+    if (first == "if") return if_clause(active);
+    if (first == "for" && !active) return skipped_for();
+    static const std::set<std::string> compound = {"for", "while", "until", "case", "{", "}", "function", "select",
+                                                   "then", "elif", "else", "fi", "do", "done", "esac", "!"};
+    if (compound.count(first)) fail("`" + first + "`");
+    std::vector<std::string> words;
+    while (peek().kind == Token::Word) words.push_back(tokens_[pos_++].text);
+    return active ? simple(words) : 0;
+  }
+
+  int if_clause(bool active) {
+    expect("if");
+    int condition = list(active, {"then"});
+    expect("then");
+    bool taken = active && condition == 0;
+    int status = list(taken, {"elif", "else", "fi"});
+    while (at_keyword("elif")) {
+      ++pos_;
+      int again = list(active && !taken, {"then"});
+      expect("then");
+      bool this_one = active && !taken && again == 0;
+      int body = list(this_one, {"elif", "else", "fi"});
+      if (this_one) status = body;
+      taken = taken || this_one;
+    }
+    if (at_keyword("else")) {
+      ++pos_;
+      int body = list(active && !taken, {"fi"});
+      if (active && !taken) status = body;
+      taken = true;
+    }
+    expect("fi");
+    return active && !taken ? 0 : status;
+  }
+
+  // `for NAME in WORDS; do ... done` in a branch that is not taken.
+  int skipped_for() {
+    ++pos_;
+    if (peek().kind != Token::Word) fail("a for without a name");
+    ++pos_;
+    while (peek().kind == Token::Word && peek().text != "do") ++pos_;
+    while (peek().kind == Token::Newline || peek().kind == Token::Semi) ++pos_;
+    expect("do");
+    list(false, {"done"});
+    expect("done");
+    return 0;
+  }
+
+  std::string expand(const std::string& word, bool as_argument) {
+    std::string value;
+    WordShape shape;
+    if (!expand_word(word, [this](const std::string& name) { return shell_.value(name); }, &value, &shape))
+      fail("`" + word + "` needs a shell");
+    // Outside assignments an unquoted expansion is split (or vanishes when empty) and an
+    // unquoted pattern is matched against files: only a shell knows the outcome.
+    if (as_argument && shape.unquoted_expansion && (value.empty() || value.find_first_of(" \t\n") != std::string::npos))
+      fail("`" + word + "` is split into fields");
+    if (as_argument && shape.unquoted_glob) fail("`" + word + "` is a pattern");
+    return value;
+  }
+
+  static bool is_assignment(const std::string& word) {
+    auto eq = word.find('=');
+    return eq != std::string::npos && eq > 0 && is_shell_variable_name(word.substr(0, eq));
+  }
+
+  void assignment(const std::string& word, bool exported) {
+    auto eq = word.find('=');
+    std::string name = word.substr(0, eq), value = expand(word.substr(eq + 1), false);
+    if (exported) shell_.set_exported(name, value);
+    else shell_.assign(name, value);
+  }
+
+  int simple(const std::vector<std::string>& words) {
+    std::size_t first_command = 0;
+    while (first_command < words.size() && is_assignment(words[first_command])) ++first_command;
+    if (first_command == words.size()) {
+      for (const auto& w : words) assignment(w, false);
+      return 0;
+    }
+    if (first_command > 0) fail("an assignment before a command");
+    const std::string& name = words[0];
+    std::vector<std::string> args(words.begin() + 1, words.end());
+    if (name == "export") {
+      for (const auto& w : args) {
+        if (is_assignment(w)) assignment(w, true);
+        else if (is_shell_variable_name(w)) shell_.mark_exported(w);
+        else fail("export " + w);
+      }
+      return 0;
+    }
+    if (name == "unset") {
+      for (const auto& w : args) {
+        if (w == "-v") continue;
+        if (!is_shell_variable_name(w)) fail("unset " + w);
+        shell_.unset(w);
+      }
+      return 0;
+    }
+    if (name == "true" || name == ":") return 0;
+    if (name == "false") return 1;
+    if (name == "[" || name == "test") {
+      if (name == "[") {
+        if (args.empty() || args.back() != "]") fail("`[` without `]`");
+        args.pop_back();
+      }
+      std::vector<std::string> values;
+      for (const auto& a : args) values.push_back(expand(a, true));
+      return test(values) ? 0 : 1;
+    }
+    fail("the command `" + name + "`");
+  }
+
+  bool test(const std::vector<std::string>& a) {
+    if (a.empty()) return false;
+    if (a[0] == "!" && a.size() > 1) return !test(std::vector<std::string>(a.begin() + 1, a.end()));
+    if (a.size() == 1) return !a[0].empty();
+    if (a.size() == 2) {
+      const std::string& op = a[0];
+      const std::string& operand = a[1];
+      if (op == "-n") return !operand.empty();
+      if (op == "-z") return operand.empty();
+      if (op.size() == 2 && op[0] == '-' && std::strchr("dfexrsLh", op[1]) != nullptr) return file_test(op[1], operand);
+    }
+    if (a.size() == 3 && a[1] == "=") return a[0] == a[2];
+    if (a.size() == 3 && a[1] == "!=") return a[0] != a[2];
+    fail("a test the reader does not know");
+  }
+
+  bool file_test(char op, const std::string& path) {
+    std::string where;
+    if (!path.empty() && path[0] == '/') where = shell_.root_ == "/" ? path : shell_.root_ + path;
+    else if (shell_.root_ == "/") where = path;
+    else fail("a relative path in a file test");
+    struct stat st {};
+    if (op == 'L' || op == 'h') return ::lstat(where.c_str(), &st) == 0 && S_ISLNK(st.st_mode);
+    if (::stat(where.c_str(), &st) != 0) return false;
+    switch (op) {
+      case 'd': return S_ISDIR(st.st_mode);
+      case 'f': return S_ISREG(st.st_mode);
+      case 's': return st.st_size > 0;
+      case 'x': return ::access(where.c_str(), X_OK) == 0;
+      case 'r': return ::access(where.c_str(), R_OK) == 0;
+      default: return true;  // -e
+    }
+  }
+
+  EnvScript& shell_;
+  std::vector<Token> tokens_;
+  const std::string& origin_;
+  std::size_t pos_ = 0;
+};
+
+void EnvScript::run(const std::string& text, const std::string& origin) {
+  Parser(*this, Tokenizer(text, origin).tokens(), origin).run();
+}
+
+const std::string* EnvScript::value(const std::string& name) const {
+  auto it = variables_.find(name);
+  if (it != variables_.end() && it->second.set) return &it->second.value;
+  if (set_by_the_shell(name)) throw NeedsShell{"$" + name + " is the shell's own"};
+  return nullptr;
+}
+
+bool EnvScript::is_set(const std::string& name) const {
+  auto it = variables_.find(name);
+  return it != variables_.end() && it->second.set;
+}
+
+void EnvScript::assign(const std::string& name, const std::string& value) {
+  Variable& v = variables_[name];
+  v.value = value;
+  v.set = true;
+}
+
+void EnvScript::set_exported(const std::string& name, const std::string& value) {
+  assign(name, value);
+  variables_[name].exported = true;
+}
+
+void EnvScript::mark_exported(const std::string& name) { variables_[name].exported = true; }
+
+void EnvScript::unset(const std::string& name) { variables_.erase(name); }
+
+EnvMap EnvScript::exported() const {
+  EnvMap out;
+  for (const auto& [name, v] : variables_)
+    if (v.set && v.exported) out[name] = v.value;
+  return out;
+}
+
+}  // namespace capsa::runtime
