@@ -242,6 +242,12 @@ struct FuseImage::Impl {
   std::uint64_t root_ref = 0;
   std::string label;
 
+  // The kernel opens files and directories without asking (FUSE_CAP_NO_OPEN_SUPPORT and
+  // _NO_OPENDIR_SUPPORT): an image never changes, so there is nothing to check, and each
+  // file read in a container start saves the OPEN and RELEASE round trips.
+  bool opens_without_asking = false;
+  bool opendirs_without_asking = false;
+
   RefTable<NodeRef> nodes{kMaxCachedInodes};
   RefTable<ListingRef> listings{kMaxCachedDirectoryEntries};
   BlockCache blocks;
@@ -528,9 +534,12 @@ void answer(fuse_req_t req, Body&& body) {
   }
 }
 
-void op_init(void*, fuse_conn_info* conn) {
+void op_init(void* userdata, fuse_conn_info* conn) {
   // Symlink targets never change: let the kernel keep them.
   if (conn->capable & FUSE_CAP_CACHE_SYMLINKS) conn->want |= FUSE_CAP_CACHE_SYMLINKS;
+  auto* image = static_cast<FuseImage::Impl*>(userdata);
+  image->opens_without_asking = (conn->capable & FUSE_CAP_NO_OPEN_SUPPORT) != 0;
+  image->opendirs_without_asking = (conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT) != 0;
 }
 
 void op_lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
@@ -573,8 +582,18 @@ void op_readlink(fuse_req_t req, fuse_ino_t ino) {
   });
 }
 
+// The listing of directory `ino`: held by the open directory, or looked up when the
+// kernel opened it without asking (fh 0).
+ListingRef listing_of(FuseImage::Impl& image, fuse_ino_t ino, const fuse_file_info* fi) {
+  if (fi != nullptr && fi->fh != 0) return *reinterpret_cast<ListingRef*>(fi->fh);
+  NodeRef dir = image.node_of(ino);
+  if (!is_dir(*dir->inode)) throw RequestError{ENOTDIR};
+  return image.listing(ino == FUSE_ROOT_ID ? image.root_ref : ino - kInodeRefBias, *dir);
+}
+
 void op_opendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   answer(req, [&](FuseImage::Impl& image) {
+    if (image.opendirs_without_asking) throw RequestError{ENOSYS};  // a success: see opendirs_without_asking
     NodeRef dir = image.node_of(ino);
     if (!is_dir(*dir->inode)) throw RequestError{ENOTDIR};
     auto held = std::make_unique<ListingRef>(image.listing(ino == FUSE_ROOT_ID ? image.root_ref : ino - kInodeRefBias, *dir));
@@ -593,7 +612,8 @@ void op_releasedir(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
 // Offsets: 0 is the start, 1 follows ".", 2 follows "..", 3+i follows entry i.
 void read_directory(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset, fuse_file_info* fi, bool plus) {
   answer(req, [&](FuseImage::Impl& image) {
-    const Listing& entries = **reinterpret_cast<ListingRef*>(fi->fh);
+    ListingRef held = listing_of(image, ino, fi);
+    const Listing& entries = *held;
     std::vector<char> buffer(size);
     std::size_t used = 0;
     for (auto next = static_cast<std::size_t>(std::max<off_t>(offset, 0)); next < entries.size() + 2; ++next) {
@@ -633,6 +653,9 @@ void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset, f
 
 void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   answer(req, [&](FuseImage::Impl& image) {
+    // A success that keeps the page cache (the kernel's default for such opens). The
+    // mount is read-only, so the kernel refuses opens for writing itself.
+    if (image.opens_without_asking) throw RequestError{ENOSYS};
     NodeRef n = image.node_of(ino);
     if (is_dir(*n->inode)) throw RequestError{EISDIR};
     if ((fi->flags & O_ACCMODE) != O_RDONLY) throw RequestError{EROFS};
