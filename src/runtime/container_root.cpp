@@ -163,6 +163,36 @@ void remount_bind(const std::string& target, unsigned long extra, const std::str
     throw_errno("remounting " + shown_as + ((extra & MS_RDONLY) ? " read-only" : " nosuid"));
 }
 
+// Makes the bind at step.target nosuid, and read-only when asked. The fd that named the
+// target before still names the covered directory: the new mount is found by path again.
+void restrict_bind(int root_fd, const MountStep& step, bool read_only) {
+  UniqueFd mounted(open_in_root(root_fd, step.target, O_PATH));
+  if (!mounted) throw_errno("finding the bind at " + step.target);
+  // mount_setattr only adds restrictions, which a user namespace may do to any mount;
+  // kernels before 5.12 lack it.
+  mount_attr attr{};
+  attr.attr_set = MOUNT_ATTR_NOSUID | (read_only ? MOUNT_ATTR_RDONLY : 0);
+  if (::mount_setattr(mounted.get(), "", AT_EMPTY_PATH, &attr, sizeof attr) == 0) return;
+  remount_bind(fd_path(mounted.get()), MS_NOSUID | (read_only ? MS_RDONLY : 0), step.target);
+}
+
+// nosuid on every mount of the container: a setuid program of the host reached through a
+// bind must not run with its owner's rights (no_new_privs stops that too; this holds even
+// without it). One recursive mount_setattr where the kernel has it (5.12+), else a remount
+// per bind.
+void make_tree_nosuid(int root_fd, const std::vector<MountStep>& steps) {
+  mount_attr attr{};
+  attr.attr_set = MOUNT_ATTR_NOSUID;
+  if (::mount_setattr(root_fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) == 0) return;
+  for (const MountStep& step : steps) {
+    if (step.kind != MountStep::Kind::Bind && step.kind != MountStep::Kind::RecursiveBind) continue;
+    bool is_dir = false;
+    if (!host_path_exists(step.source, &is_dir)) continue;
+    UniqueFd target(open_in_root(root_fd, step.target, O_PATH));
+    if (target) restrict_bind(root_fd, step, step.read_only);
+  }
+}
+
 // A target below an earlier mount (say /dev/shm on the --contain /dev tmpfs) cannot be
 // prepared in the image: create it now, in the parent that mount provides. With
 // --writable the parent may be the image itself, which is never written to.
@@ -243,12 +273,8 @@ void apply_step(int root_fd, const std::string& session, const MountStep& step, 
           throw_errno("binding " + step.source + " to " + step.target);
         hide_session_copy(root_fd, session, step);
       }
-      // nosuid: a setuid program of the host reached through a bind must not run with its
-      // owner's rights (no_new_privs stops that too; this holds even without it).
-      // The fd still names the covered directory; the new mount is found by path again.
-      UniqueFd mounted(open_in_root(root_fd, step.target, O_PATH));
-      if (!mounted) throw_errno("finding the bind at " + step.target);
-      remount_bind(fd_path(mounted.get()), MS_NOSUID | (step.read_only ? MS_RDONLY : 0), step.target);
+      // nosuid comes for the whole tree at once (make_tree_nosuid); read-only now.
+      if (step.read_only) restrict_bind(root_fd, step, true);
       break;
     }
     case MountStep::Kind::Tmpfs:
@@ -335,6 +361,7 @@ void build_root_and_enter(const RootLayout& layout, const std::vector<MountStep>
 
   UniqueFd root_fd = open_file(root, O_PATH | O_DIRECTORY);
   for (const MountStep& step : steps) apply_step(root_fd.get(), layout.session, step, layout.writable_image);
+  make_tree_nosuid(root_fd.get(), steps);
   root_fd.reset();
   if (before_enter) before_enter(root);  // --nvccli configures the mounted root here
   enter_root(root);
