@@ -65,13 +65,22 @@ UniqueFd mount_fuse(const std::string& target, const char* source) {
   return fuse;
 }
 
+// The first request waits for the server's answer to the kernel's INIT.
+void await_server(const SquashfsLocation& image, const std::string& target, const char* name) {
+  struct stat st {};
+  if (::stat(target.c_str(), &st) != 0) {
+    int err = errno;
+    throw SystemError("the FUSE server for " + image.file + " did not start (" + name + ")", err);
+  }
+}
+
 // Forks the process that serves `fuse`; `serve` runs in the child and returns its exit
 // status. The parent closes its copy of the connection, so that only the server holds
 // it: if the server dies, the kernel aborts the mount and accesses fail with ENOTCONN
 // instead of waiting forever.
 template <typename Serve>
 void start_server(UniqueFd fuse, const SquashfsLocation& image, const std::string& target, const char* name,
-                  Serve&& serve) {
+                  bool wait, Serve&& serve) {
   pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) throw_errno(std::string("starting the FUSE server (") + name + ")");
@@ -95,20 +104,16 @@ void start_server(UniqueFd fuse, const SquashfsLocation& image, const std::strin
     ::_exit(status);
   }
   fuse.reset();
-  struct stat st {};
-  if (::stat(target.c_str(), &st) != 0) {
-    int err = errno;
-    throw SystemError("the FUSE server for " + image.file + " did not start (" + name + ")", err);
-  }
+  if (wait) await_server(image, target, name);
 }
 
-void mount_with_squashfuse(const SquashfsLocation& image, const std::string& target) {
+void mount_with_squashfuse(const SquashfsLocation& image, const std::string& target, bool wait) {
   // Checked first: a server that cannot start would only show as a dead mount.
   if (!on_path("squashfuse_ll"))
     throw Error("squashfuse_ll was not found on PATH (CAPSA_FUSE=squashfuse mounts images with it: "
                 "install the squashfuse package, or unset CAPSA_FUSE for capsa's own server)");
   UniqueFd fuse = mount_fuse(target, "squashfuse");
-  start_server(std::move(fuse), image, target, "squashfuse_ll", [&](int fd) {
+  start_server(std::move(fuse), image, target, "squashfuse_ll", wait, [&](int fd) {
     ::fcntl(fd, F_SETFD, 0);  // squashfuse_ll inherits the connection
     std::string offset = "offset=" + std::to_string(image.offset);
     std::string mountpoint = "/dev/fd/" + std::to_string(fd);
@@ -126,11 +131,11 @@ void mount_with_squashfuse(const SquashfsLocation& image, const std::string& tar
   });
 }
 
-void mount_with_builtin_server(const SquashfsLocation& image, const std::string& target) {
+void mount_with_builtin_server(const SquashfsLocation& image, const std::string& target, bool wait) {
   // Opened and checked before anything is mounted, so a broken image is reported here.
   auto server = std::make_shared<squashfs::FuseImage>(image.file, image.offset, image.size);
   UniqueFd fuse = mount_fuse(target, "capsa");
-  start_server(std::move(fuse), image, target, "capsa", [&](int fd) { return server->serve(fd); });
+  start_server(std::move(fuse), image, target, "capsa", wait, [&](int fd) { return server->serve(fd); });
 }
 
 }  // namespace
@@ -142,12 +147,24 @@ MountDriver unprivileged_driver() {
   throw Error(std::string("CAPSA_FUSE=") + wanted + ": unknown FUSE server (use builtin or squashfuse)");
 }
 
-void mount_squashfs_with(MountDriver driver, const SquashfsLocation& image, const std::string& target) {
+namespace {
+
+void start_mount(MountDriver driver, const SquashfsLocation& image, const std::string& target, bool wait) {
   switch (driver) {
     case MountDriver::KernelLoop: mount_with_loop_device(image, target); return;
-    case MountDriver::Builtin: mount_with_builtin_server(image, target); return;
-    case MountDriver::Squashfuse: mount_with_squashfuse(image, target); return;
+    case MountDriver::Builtin: mount_with_builtin_server(image, target, wait); return;
+    case MountDriver::Squashfuse: mount_with_squashfuse(image, target, wait); return;
   }
+}
+
+}  // namespace
+
+void mount_squashfs_with(MountDriver driver, const SquashfsLocation& image, const std::string& target) {
+  start_mount(driver, image, target, true);
+}
+
+void await_image(MountDriver driver, const SquashfsLocation& image, const std::string& target) {
+  if (driver != MountDriver::KernelLoop) await_server(image, target, driver == MountDriver::Builtin ? "capsa" : "squashfuse_ll");
 }
 
 MountDriver mount_squashfs(const SquashfsLocation& image, const std::string& target, bool privileged) {
@@ -160,7 +177,7 @@ MountDriver mount_squashfs(const SquashfsLocation& image, const std::string& tar
       // Apptainer falls back to squashfuse; only when that fails too is it an error.
       MountDriver driver = unprivileged_driver();
       try {
-        mount_squashfs_with(driver, image, target);
+        start_mount(driver, image, target, true);
         return driver;
       } catch (const Error& fuse) {
         throw Error(std::string("no way to mount the image: no loop device (") + no_loop.what() +
@@ -169,7 +186,7 @@ MountDriver mount_squashfs(const SquashfsLocation& image, const std::string& tar
     }
   }
   MountDriver driver = unprivileged_driver();
-  mount_squashfs_with(driver, image, target);
+  start_mount(driver, image, target, false);
   return driver;
 }
 

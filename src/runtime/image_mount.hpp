@@ -34,7 +34,12 @@ MountDriver unprivileged_driver();
 
 // Mounts the image at `target` (an existing directory), choosing the driver from the
 // caller's privileges. Throws SystemError/Error with what to do when neither works.
+// An unprivileged mount returns while its FUSE server is still starting, so that the
+// caller's own work overlaps with it: call await_image before using the mount.
 MountDriver mount_squashfs(const SquashfsLocation& image, const std::string& target, bool privileged);
+
+// Waits until the server of a FUSE mount answers; throws SystemError when it died.
+void await_image(MountDriver driver, const SquashfsLocation& image, const std::string& target);
 
 // Mounts with the given driver (tests and benchmarks compare them). A FUSE driver needs
 // CAP_SYS_ADMIN in the current mount namespace's user namespace.

@@ -15,6 +15,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <memory>
+#include <optional>
 
 #include "runtime/action_in_process.hpp"
 #include "runtime/action_without_shell.hpp"
@@ -66,8 +68,16 @@ std::string session_mount_point() {
   return fallback;
 }
 
-// The image's squashfs root: a SIF's primary partition, checked before anything is mounted.
-SquashfsLocation locate_squashfs(const std::string& path) {
+// A SIF's primary partition, checked before anything is mounted, with a reader of its
+// files: what capsa needs from the image before it runs (/etc/passwd, /etc/group) is read
+// here, without round trips through the mount (a FUSE server, unprivileged).
+struct OpenedSquashfs {
+  sif::Image image;
+  SquashfsLocation location;
+  std::unique_ptr<squashfs::Reader> reader;  // over image.fd()
+};
+
+OpenedSquashfs open_squashfs(const std::string& path) {
   sif::Image image = sif::Image::open(path);
   const sif::Descriptor* primary = image.primary_partition();
   if (primary == nullptr) throw FormatError(path + ": no primary system partition to run");
@@ -76,17 +86,29 @@ SquashfsLocation locate_squashfs(const std::string& path) {
     throw FormatError(path + ": primary partition (object " + std::to_string(primary->id) + ") is " +
                       std::string(sif::name_of(primary->partition().fs_type)) +
                       ", not squashfs: capsa runs squashfs images");
+  SquashfsLocation location{path, static_cast<std::uint64_t>(primary->offset), static_cast<std::uint64_t>(primary->size)};
   // A damaged partition is found here, in one line, rather than as a mount failure (root)
   // or a FUSE server that dies (unprivileged). The root directory is read too: it is
   // what the container needs first, and a cheap check of the tables behind it.
+  std::unique_ptr<squashfs::Reader> reader;
   try {
-    squashfs::Reader reader(image.fd(), static_cast<std::uint64_t>(primary->offset),
-                            static_cast<std::uint64_t>(primary->size), path + ": primary partition");
-    if (!reader.list_directory("/")) throw FormatError(path + ": primary partition: the root is not a directory");
+    reader = std::make_unique<squashfs::Reader>(image.fd(), location.offset, location.size, path + ": primary partition");
+    if (!reader->list_directory("/")) throw FormatError(path + ": primary partition: the root is not a directory");
   } catch (const FormatError& e) {
     throw FormatError(std::string(e.what()) + " (the image is damaged or incomplete: copy, pull or build it again)");
   }
-  return {path, static_cast<std::uint64_t>(primary->offset), static_cast<std::uint64_t>(primary->size)};
+  return {std::move(image), location, std::move(reader)};
+}
+
+// The text of a small regular file of the image (symlinks followed inside it), "" when it
+// is missing, not a regular file, over 4 MiB or unreadable.
+std::string read_from_image(const OpenedSquashfs* sif, const std::string& sandbox, const std::string& path) {
+  if (sif == nullptr) return read_image_file(sandbox, path);
+  try {
+    return sif->reader->read_file(path, 4 << 20).value_or("");
+  } catch (const FormatError&) {
+    return "";
+  }
 }
 
 // --writable on a SIF: Apptainer writes to an ext3 overlay partition inside the file and
@@ -185,11 +207,11 @@ std::string prepare_workdir(const std::string& workdir, bool contain, bool home)
 
 // Under an MPI launcher, the image's MPI must speak the launcher's PMI: warn with a hint
 // when its library cache shows it cannot (runtime/mpi_launcher.hpp), before anything hangs.
-void warn_about_pmi_mismatch(const Launcher& launcher, const std::string& image_root) {
+void warn_about_pmi_mismatch(const Launcher& launcher, const std::string& ldso_cache) {
   if (!launcher.any()) return;
   std::vector<std::string> sonames;
   try {
-    for (const auto& entry : gpu::parse_ldso_cache(read_image_file(image_root, "/etc/ld.so.cache")))
+    for (const auto& entry : gpu::parse_ldso_cache(ldso_cache))
       sonames.push_back(entry.name);
   } catch (const FormatError&) {
     return;  // no or no readable cache: nothing to compare
@@ -215,8 +237,8 @@ void launch(const ActionRequest& r) {
   struct stat st {};
   if (::stat(image.c_str(), &st) != 0) throw_errno(r.image);
   const bool sandbox = S_ISDIR(st.st_mode);
-  SquashfsLocation squashfs;
-  if (!sandbox) squashfs = locate_squashfs(image);
+  std::optional<OpenedSquashfs> sif;
+  if (!sandbox) sif = open_squashfs(image);
   bool writable_tmpfs = r.writable_tmpfs;
   if (r.writable && writable_tmpfs) {
     std::cerr << "WARNING: Disabling --writable-tmpfs flag, mutually exclusive with --writable\n";  // Apptainer's words
@@ -258,6 +280,21 @@ void launch(const ActionRequest& r) {
   }
   if (r.debug) std::cerr << "capsa: mount plan\n" << describe(plan);
 
+  const std::string session_point = session_mount_point();
+  enter_container_namespaces({::getuid(), ::getgid(), r.userns});
+  make_mounts_private();
+  if (::mount("capsa-session", session_point.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=64m") != 0)
+    throw_errno("mounting the session tmpfs on " + session_point);
+  const std::string image_root = session_point + "/image";
+  if (::mkdir(image_root.c_str(), 0755) != 0) throw_errno(image_root);
+  MountDriver driver = MountDriver::KernelLoop;
+  if (sandbox) {
+    if (::mount(image.c_str(), image_root.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0)
+      throw_errno("binding the sandbox " + image);
+  } else {
+    driver = mount_squashfs(sif->location, image_root, privileged);
+  }
+  // While an unprivileged image's FUSE server starts, on another CPU where there is one.
   EnvRequest env_request;
   env_request.host = host_environment;
   env_request.clean = r.cleanenv;
@@ -275,26 +312,14 @@ void launch(const ActionRequest& r) {
   for (const auto& warning : env.warnings) std::cerr << "WARNING: " << warning << "\n";
   if (auto warning = cleanenv_drops_launcher(launcher, r.cleanenv)) std::cerr << "WARNING: " << *warning << "\n";
 
-  const std::string session_point = session_mount_point();
-  enter_container_namespaces({::getuid(), ::getgid(), r.userns});
-  make_mounts_private();
-  if (::mount("capsa-session", session_point.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=64m") != 0)
-    throw_errno("mounting the session tmpfs on " + session_point);
-  const std::string image_root = session_point + "/image";
-  if (::mkdir(image_root.c_str(), 0755) != 0) throw_errno(image_root);
-  if (sandbox) {
-    if (::mount(image.c_str(), image_root.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0)
-      throw_errno("binding the sandbox " + image);
-  } else {
-    mount_squashfs(squashfs, image_root, privileged);
-  }
-
-  warn_about_pmi_mismatch(launcher, image_root);
-
+  auto read_image = [&](const std::string& path) { return read_from_image(sif ? &*sif : nullptr, image, path); };
+  if (launcher.any()) warn_about_pmi_mismatch(launcher, read_image("/etc/ld.so.cache"));
   CallerAccount account = caller_account(mounts.home_destination);
   std::vector<std::pair<std::string, std::string>> files = {
-      {"passwd", passwd_with_caller(read_image_file(image_root, "/etc/passwd"), account)},
-      {"group", group_with_caller(read_image_file(image_root, "/etc/group"), account)}};
+      {"passwd", passwd_with_caller(read_image("/etc/passwd"), account)},
+      {"group", group_with_caller(read_image("/etc/group"), account)}};
+
+  if (sif) await_image(driver, sif->location, image_root);
   build_root_and_enter({session_point, writable_tmpfs, privileged, r.writable}, plan, files, before_enter);
   if (r.containall) enter_private_pid_and_ipc_namespaces();
 
