@@ -42,17 +42,12 @@ std::string text_of(const std::string& path) {
   return text.str();
 }
 
-// `/.singularity.d/env/*.sh` as the shell's glob lists them (no dot files, byte order).
 std::vector<std::string> environment_scripts(const std::string& dir) {
   std::vector<std::string> names;
   if (DIR* d = ::opendir(dir.c_str())) {
-    while (dirent* e = ::readdir(d)) {
-      std::string name = e->d_name;
-      if (name[0] != '.' && name.size() > 3 && name.compare(name.size() - 3, 3, ".sh") == 0) names.push_back(name);
-    }
+    while (dirent* e = ::readdir(d)) names.push_back(e->d_name);
     ::closedir(d);
   }
-  std::sort(names.begin(), names.end());
   return names;
 }
 
@@ -76,7 +71,8 @@ std::string value_or_empty(const EnvScript& sh, const std::string& name) {
 // The action script's steps (action_script.hpp), in its order, on the reader's state.
 class Composer {
  public:
-  Composer(const ActionScriptInput& in, const std::string& root) : in_(in), root_(root), sh_(root) {}
+  Composer(const ActionScriptInput& in, const std::string& root, const EnvironmentFiles* files)
+      : in_(in), root_(root), sh_(root), files_(files) {}
 
   EnvMap compose() {
     set_aside_host_values();
@@ -99,32 +95,52 @@ class Composer {
     sh_.set_exported("PWD", working_directory(*in_.process));
   }
 
-  void source(const std::string& path) { sh_.run(text_of(path), path.substr(root_ == "/" ? 0 : root_.size())); }
+  // Paths here are the container's; on the live tree they lie below root_.
+  std::string on_disk(const std::string& path) const { return root_ == "/" ? path : root_ + path; }
+
+  std::optional<std::vector<std::string>> list(const std::string& dir) const {
+    if (files_) return files_->list(dir);
+    if (!stat_is(on_disk(dir), S_IFDIR)) return std::nullopt;
+    return environment_scripts(on_disk(dir));
+  }
+
+  std::optional<std::string> text(const std::string& path) const {
+    if (files_) return files_->read(path);
+    if (!stat_is(on_disk(path), S_IFREG)) return std::nullopt;
+    return text_of(on_disk(path));
+  }
+
+  void source(const std::string& path, const std::string& text) { sh_.run(text, path); }
 
   void source_environment() {
-    const std::string dir = root_ + (root_ == "/" ? "" : "/") + ".singularity.d/env";
-    if (stat_is(dir, S_IFDIR)) {
-      for (const std::string& name : environment_scripts(dir)) {
+    const std::string dir = "/.singularity.d/env";
+    if (std::optional<std::vector<std::string>> names = list(dir)) {
+      // The shell's glob: no dot files, byte order.
+      std::vector<std::string> scripts;
+      for (const std::string& name : *names)
+        if (name[0] != '.' && name.size() > 3 && name.compare(name.size() - 3, 3, ".sh") == 0) scripts.push_back(name);
+      std::sort(scripts.begin(), scripts.end());
+      for (const std::string& name : scripts) {
         std::string path = dir + "/" + name;
-        if (!stat_is(path, S_IFREG)) continue;
+        std::optional<std::string> script = text(path);
+        if (!script) continue;  // `[ -f ]`: regular files only
         if (name == "10-docker2singularity.sh" || name == "10-docker.sh") {
-          source(path);
+          source(path, *script);
           fix_path();
         } else if (name == "90-environment.sh") {
           if (!sh_.is_set("PATH")) fix_path();
-          source(path);
+          source(path, *script);
         } else if (name == "99-base.sh") {
-          source(path);
+          source(path, *script);
           inject();
         } else if (name == "99-runtimevars.sh") {
           if (injected_) runtime_variables();
         } else {
-          source(path);
+          source(path, *script);
         }
       }
-    } else if (std::string environment = root_ + (root_ == "/" ? "" : "/") + "environment";
-               stat_is(environment, S_IFREG)) {
-      source(environment);
+    } else if (std::optional<std::string> environment = text("/environment")) {
+      source("/environment", *environment);
       fix_path();
     }
     if (!injected_) inject();
@@ -201,6 +217,7 @@ class Composer {
   const ActionScriptInput& in_;
   std::string root_;
   EnvScript sh_;
+  const EnvironmentFiles* files_;
   std::vector<std::pair<std::string, std::string>> held_;
   bool injected_ = false;
   bool runtime_variables_done_ = false;
@@ -232,16 +249,17 @@ bool action_shell_forced() {
 }
 
 std::optional<EnvMap> exec_environment_in_process(const ActionScriptInput& input, std::string* why,
-                                                  const std::string& root) {
+                                                  const std::string& root, const EnvironmentFiles* files) {
   try {
-    return Composer(input, root).compose();
+    return Composer(input, root, files).compose();
   } catch (const NeedsShell& needs) {
     *why = needs.what;
     return std::nullopt;
   }
 }
 
-void exec_in_process(const ActionScriptInput& input, const std::vector<std::string>& args, std::string* why) {
+void exec_in_process(const ActionScriptInput& input, const std::vector<std::string>& args, std::string* why,
+                     const EnvironmentFiles* files) {
   if (action_shell_forced()) {
     *why = "CAPSA_ACTION_SHELL is set";
     return;
@@ -250,7 +268,7 @@ void exec_in_process(const ActionScriptInput& input, const std::vector<std::stri
     *why = "no command";
     return;
   }
-  std::optional<EnvMap> env = exec_environment_in_process(input, why);
+  std::optional<EnvMap> env = exec_environment_in_process(input, why, "/", files);
   if (!env) return;
   std::string program = program_for(args[0], *env);
   if (program.empty()) {

@@ -22,6 +22,7 @@
 #include "runtime/action_without_shell.hpp"
 #include "runtime/action_script.hpp"
 #include "runtime/container_root.hpp"
+#include "runtime/env_script.hpp"
 #include "runtime/environment.hpp"
 #include "runtime/gpu/nvccli.hpp"
 #include "runtime/gpu/ldso_cache.hpp"
@@ -166,13 +167,14 @@ std::vector<char*> c_strings(std::vector<std::string>& strings) {
   throw StatusError("\"" + argv_strings[0] + "\": " + std::strerror(err), 126);
 }
 
-[[noreturn]] void exec_in_container(const ActionRequest& r, const ComposedEnvironment& env) {
+[[noreturn]] void exec_in_container(const ActionRequest& r, const ComposedEnvironment& env,
+                                    const EnvironmentFiles* environment_files) {
   if (::access("/bin/sh", X_OK) != 0) exec_without_shell(r, env);
   const ActionScriptInput script_input{r.action, &env.process, &env.injected, r.nv || r.nvccli};
   if (r.action == "exec") {
     // Returns only when the image's shell has to run the action script after all.
     std::string why;
-    exec_in_process(script_input, r.args, &why);
+    exec_in_process(script_input, r.args, &why, environment_files);
     if (r.debug) std::cerr << "capsa: the action runs through /bin/sh: " << why << "\n";
   }
   std::vector<std::string> envp_strings = to_envp(env.process);
@@ -218,6 +220,26 @@ void warn_about_pmi_mismatch(const Launcher& launcher, const std::string& ldso_c
   }
   if (auto warning = pmi_mismatch(launcher, image_mpi_from_sonames(sonames)))
     std::cerr << "WARNING: " << *warning << "\n";
+}
+
+// The environment files read from the SIF itself, when nothing the container mounts can
+// cover them (a bind onto /.singularity.d/env/50-mine.sh must be seen).
+std::optional<EnvironmentFiles> environment_files_of(const OpenedSquashfs* sif, const std::vector<MountStep>& plan) {
+  if (sif == nullptr) return std::nullopt;
+  for (const MountStep& step : plan)
+    if (step.target == "/" || step.target == "/.singularity.d" || step.target.rfind("/.singularity.d/", 0) == 0)
+      return std::nullopt;
+  const squashfs::Reader* reader = sif->reader.get();
+  EnvironmentFiles files;
+  files.list = [reader](const std::string& dir) { return reader->list_directory(dir); };
+  files.read = [reader](const std::string& path) -> std::optional<std::string> {
+    try {
+      return reader->read_file(path);
+    } catch (const FormatError& e) {
+      throw NeedsShell{e.what()};
+    }
+  };
+  return files;
 }
 
 void enter_working_directory(const std::string& wanted, bool explicit_pwd, const std::string& home) {
@@ -324,7 +346,8 @@ void launch(const ActionRequest& r) {
   if (r.containall) enter_private_pid_and_ipc_namespaces();
 
   enter_working_directory(r.pwd.empty() ? mounts.cwd : r.pwd, !r.pwd.empty(), mounts.home_destination);
-  exec_in_container(r, env);
+  std::optional<EnvironmentFiles> environment_files = environment_files_of(sif ? &*sif : nullptr, plan);
+  exec_in_container(r, env, environment_files ? &*environment_files : nullptr);
 }
 
 }  // namespace capsa::runtime

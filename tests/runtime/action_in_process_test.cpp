@@ -3,6 +3,7 @@
 // script gives it: every case here runs both ways (CAPSA_ACTION_SHELL=1 forces the
 // script) and compares the whole environment. Root and test user.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <map>
 
@@ -123,6 +124,19 @@ TEST_F(ActionInProcess, TheImagesShellIsNotStarted) {
     auto result = capsa({"exec", "--debug", image, "true"});
     EXPECT_EQ(result.exit_code, 0) << result.err;
     EXPECT_EQ(result.err.find(kThroughShell), std::string::npos) << image << ":\n" << result.err;
+  }
+}
+
+TEST_F(ActionInProcess, AnEnvironmentFileBoundIntoTheContainerIsRead) {
+  // The files are read from the SIF itself unless a mount can cover them.
+  test::TempDir host;
+  std::string script = host.write("mine.sh", "export MINE=bound\n");
+  ASSERT_EQ(::chmod(host.path().c_str(), 0755), 0);
+  ASSERT_EQ(::chmod(script.c_str(), 0644), 0);
+  for (const std::string& image : {busybox_sif(), capsa_written_}) {
+    auto in_process = environment(image, {"-B", script + ":/.singularity.d/env/50-mine.sh"}, {}, false);
+    EXPECT_EQ(in_process["MINE"], "bound") << image;
+    EXPECT_EQ(in_process, environment(image, {"-B", script + ":/.singularity.d/env/50-mine.sh"}, {}, true)) << image;
   }
 }
 
