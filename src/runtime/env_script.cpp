@@ -186,7 +186,15 @@ class EnvScript::Parser {
     return active ? simple(words) : 0;
   }
 
+  // Nesting a shell would take but no environment file needs: the reader recurses.
+  static constexpr int kMaxNesting = 64;
+
+  void enter() {
+    if (++depth_ > kMaxNesting) fail("nesting deeper than " + std::to_string(kMaxNesting));
+  }
+
   int if_clause(bool active) {
+    enter();
     expect("if");
     int condition = list(active, {"then"});
     expect("then");
@@ -208,11 +216,13 @@ class EnvScript::Parser {
       taken = true;
     }
     expect("fi");
+    --depth_;
     return active && !taken ? 0 : status;
   }
 
   // `for NAME in WORDS; do ... done` in a branch that is not taken.
   int skipped_for() {
+    enter();
     ++pos_;
     if (peek().kind != Token::Word) fail("a for without a name");
     ++pos_;
@@ -221,6 +231,7 @@ class EnvScript::Parser {
     expect("do");
     list(false, {"done"});
     expect("done");
+    --depth_;
     return 0;
   }
 
@@ -327,6 +338,7 @@ class EnvScript::Parser {
   std::vector<Token> tokens_;
   const std::string& origin_;
   std::size_t pos_ = 0;
+  int depth_ = 0;
 };
 
 void EnvScript::run(const std::string& text, const std::string& origin) {

@@ -1,0 +1,3 @@
+#!/bin/sh
+# Custom environment shell code should follow
+
