@@ -38,6 +38,10 @@ void build_root_and_enter(const RootLayout& layout, const std::vector<MountStep>
 // as the container would: an absolute link restarts at root_fd, ".." stops at it. -1 with
 // errno when a component is missing. `final_flags` O_PATH returns an O_PATH fd.
 int open_in_root(int root_fd, const std::string& path, int final_flags);
+
+// The same walk done component by component in user space: what open_in_root falls back
+// to on kernels without openat2 (before 5.6). Exposed so that tests compare the two.
+int open_in_root_walk(int root_fd, const std::string& path, int final_flags);
 // Mounts one step on the tree at root_fd (`session` holds SessionFile sources); the target
 // must exist unless its parent lies on an earlier mount. With `writable_image` (the
 // --writable sandbox is the root) nothing is created in the image itself.
