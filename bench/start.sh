@@ -6,6 +6,8 @@
 # command without a shell; the table shows mean, p50 and p99 in ms and the difference of
 # the mean to the native /bin/true of the same user. Then BURST containers started at
 # once (the wall time until all have finished; median of RUNS).
+# capsa's own FUSE server is the default and runs without a wrapper; the squashfuse_ll
+# rows go through `env CAPSA_FUSE=squashfuse`, which adds an exec (about 1 ms).
 # CPU ms is user + system time of the command and the children it waits for (hyperfine's
 # figures): it leaves out capsa's FUSE server (a child nobody waits for; ch-run's
 # squashfuse runs inside ch-run and is counted), and it is the figure to compare on a
@@ -34,6 +36,7 @@ home=$(getent passwd "$user" | cut -d: -f6)
 work=$(mktemp -d /var/tmp/capsa-bench-start-XXXXXX)
 fuse_mode=$(stat -c %a /dev/fuse)
 cleanup() {
+  umount -q "$work/floor" 2>/dev/null || true
   chmod "$fuse_mode" /dev/fuse
   rm -rf "$work"
 }
@@ -43,7 +46,7 @@ chmod 755 "$work"
 chmod 666 /dev/fuse  # as distributions ship it
 
 as_user() {
-  setpriv --reuid="$user" --regid="$user" --init-groups --inh-caps=-all \
+  env -u CAPSA_FUSE setpriv --reuid="$user" --regid="$user" --init-groups --inh-caps=-all \
     env HOME="$home" USER="$user" LOGNAME="$user" "$@"
 }
 
@@ -89,19 +92,38 @@ PY
 fi
 
 # hyperfine as root, then as the test user; each exports JSON.
-hyperfine -N --warmup 5 --runs "$runs" --export-json root.json --style none \
-  -n "native /bin/true (root)" /bin/true \
-  -n "capsa (root)" "$capsa exec image.sif /bin/true" \
-  -n "capsa (root, zstd)" "$capsa exec zstd.sif /bin/true" > /dev/null 2> hyperfine-root.log ||
-  { cat hyperfine-root.log >&2; exit 1; }
-as_user sh -c "hyperfine -N --warmup 5 --runs $runs --export-json $work/user/user.json --style none \
-  -n 'native /bin/true (user)' /bin/true \
-  -n 'capsa (user, builtin)' 'env CAPSA_FUSE=builtin $capsa exec image.sif /bin/true' \
-  -n 'capsa (user, squashfuse)' 'env CAPSA_FUSE=squashfuse $capsa exec image.sif /bin/true' \
-  -n 'capsa (user, builtin, zstd)' 'env CAPSA_FUSE=builtin $capsa exec zstd.sif /bin/true' \
-  $(command -v ch-run >/dev/null && echo "-n 'ch-run (user, squashfuse)' 'ch-run $work/image.sqfs -- /bin/true'") \
-  $(command -v ch-run >/dev/null && echo "-n 'ch-run (user, squashfuse, zstd)' 'ch-run $work/zstd.sqfs -- /bin/true'") \
-  > /dev/null 2> $work/user/hyperfine.log" || { cat "$work/user/hyperfine.log" >&2; exit 1; }
+# The floor for any runtime that mounts the image on each start: /bin/true from a kernel
+# squashfs mounted just before (the mount itself not timed), no runtime at all.
+mkdir -p floor
+hyperfine -N --warmup 2 --runs "$runs" --export-json floor.json --style none \
+  --prepare "sh -c 'umount -q $work/floor 2>/dev/null; mount -o loop,ro $work/image.sqfs $work/floor'" \
+  -n "floor: fresh mount (root)" "chroot $work/floor /bin/true" \
+  --prepare "sh -c 'umount -q $work/floor 2>/dev/null; mount -o loop,ro $work/zstd.sqfs $work/floor'" \
+  -n "floor: fresh mount (root, zstd)" "chroot $work/floor /bin/true" > /dev/null 2> hyperfine-floor.log ||
+  { cat hyperfine-floor.log >&2; exit 1; }
+umount -q "$work/floor" 2>/dev/null || true
+# The commands compared with each other run in ROUNDS rounds, each command a share of
+# the runs per round, so that a machine whose speed drifts (a shared VM) is seen by all
+# of them alike; the summary pools the rounds.
+rounds=5
+per_round=$(( (runs + rounds - 1) / rounds ))
+round=1
+while [ $round -le $rounds ]; do
+  hyperfine -N --warmup 3 --runs "$per_round" --export-json root.$round.json --style none \
+    -n "native /bin/true (root)" /bin/true \
+    -n "capsa (root)" "$capsa exec image.sif /bin/true" \
+    -n "capsa (root, zstd)" "$capsa exec zstd.sif /bin/true" > /dev/null 2> hyperfine-root.log ||
+    { cat hyperfine-root.log >&2; exit 1; }
+  as_user sh -c "hyperfine -N --warmup 3 --runs $per_round --export-json $work/user/user.$round.json --style none \
+    -n 'native /bin/true (user)' /bin/true \
+    -n 'capsa (user, builtin)' '$capsa exec image.sif /bin/true' \
+    -n 'capsa (user, squashfuse)' 'env CAPSA_FUSE=squashfuse $capsa exec image.sif /bin/true' \
+    -n 'capsa (user, builtin, zstd)' '$capsa exec zstd.sif /bin/true' \
+    $(command -v ch-run >/dev/null && echo "-n 'ch-run (user, squashfuse)' 'ch-run $work/image.sqfs -- /bin/true'") \
+    $(command -v ch-run >/dev/null && echo "-n 'ch-run (user, squashfuse, zstd)' 'ch-run $work/zstd.sqfs -- /bin/true'") \
+    > /dev/null 2> $work/user/hyperfine.log" || { cat "$work/user/hyperfine.log" >&2; exit 1; }
+  round=$((round + 1))
+done
 if [ $have_crun -eq 1 ]; then
   unshare -m --propagation private sh -c "
     umount /sys/fs/cgroup/unified 2>/dev/null || true
@@ -139,15 +161,24 @@ burst_user_zstd=$(as_user ./burst.sh "$burst" "$capsa" exec zstd.sif /bin/true)
 burst_chrun=""
 command -v ch-run >/dev/null && burst_chrun=$(as_user ./burst.sh "$burst" ch-run "$work/image.sqfs" -- /bin/true)
 
-echo "$(nproc) CPUs, $runs runs each (after 5 warm-up runs), image $(basename "$image")"
+echo "$(nproc) CPUs, $((per_round * rounds)) runs each in $rounds rounds (3 warm-up runs per round), image $(basename "$image")"
 /usr/bin/python3 - "$work" <<'PY'
-import json, os, sys
+import glob, json, os, sys
 work = sys.argv[1]
+pooled = {}  # command -> the results of every round, pooled
+for pattern in ("root.*.json", "floor.json", "user/user.*.json", "crun-root.json", "user/crun-user.json"):
+    for path in sorted(glob.glob(os.path.join(work, pattern))):
+        for r in json.load(open(path))["results"]:
+            p = pooled.setdefault(r["command"], {"command": r["command"], "times": [], "user": 0.0, "system": 0.0})
+            n = len(r["times"])
+            p["user"] += r["user"] * n
+            p["system"] += r["system"] * n
+            p["times"] += r["times"]
 rows = []
-for name in ("root.json", "user/user.json", "crun-root.json", "user/crun-user.json"):
-    path = os.path.join(work, name)
-    if os.path.exists(path):
-        rows += json.load(open(path))["results"]
+for p in pooled.values():
+    n = len(p["times"])
+    rows.append({"command": p["command"], "times": p["times"], "mean": sum(p["times"]) / n,
+                 "user": p["user"] / n, "system": p["system"] / n})
 def pct(times, p):
     s = sorted(times)
     return s[min(len(s) - 1, int(round(p / 100 * (len(s) - 1))))]
