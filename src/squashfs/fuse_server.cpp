@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <limits>
@@ -751,6 +752,11 @@ int FuseImage::serve(int fuse_fd) {
     fuse_session_destroy(session);
     return 1;
   }
+  // The kernel's INIT is answered here, before any worker thread exists: a container's
+  // first access waits for it, and libfuse's loop would start two threads first.
+  fuse_buf init{};
+  if (fuse_session_receive_buf(session, &init) > 0) fuse_session_process_buf(session, &init);
+  std::free(init.mem);
   fuse_loop_config* config = fuse_loop_cfg_create();
   fuse_loop_cfg_set_max_threads(config, kMaxThreads);
   int ret = fuse_session_loop_mt(session, config);
