@@ -13,6 +13,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "runtime/action_without_shell.hpp"
 #include "runtime/env_script.hpp"
 #include "runtime/shell_words.hpp"
 
@@ -228,17 +229,7 @@ class Composer {
 std::string program_for(const std::string& command, const EnvMap& env) {
   if (command.find('/') != std::string::npos) return stat_is(command, S_IFREG) ? command : "";
   auto it = env.find("PATH");
-  std::string path = it == env.end() ? "" : it->second;
-  std::size_t start = 0;
-  while (start <= path.size()) {
-    std::size_t end = path.find(':', start);
-    if (end == std::string::npos) end = path.size();
-    std::string dir = path.substr(start, end - start);
-    std::string candidate = (dir.empty() ? "." : dir) + "/" + command;
-    if (stat_is(candidate, S_IFREG) && ::access(candidate.c_str(), X_OK) == 0) return candidate;
-    start = end + 1;
-  }
-  return "";
+  return search_path(command, it == env.end() ? "" : it->second);
 }
 
 }  // namespace

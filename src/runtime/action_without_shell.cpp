@@ -207,13 +207,7 @@ EnvMap environment_without_shell(const EnvMap& process, const EnvMap& injected, 
   return env;
 }
 
-std::string find_command(const std::string& command, const EnvMap& env) {
-  if (command.find('/') != std::string::npos) {
-    struct stat st {};
-    if (::stat(command.c_str(), &st) != 0) throw StatusError("\"" + command + "\": no such file or directory", 127);
-    return command;
-  }
-  std::string path = lookup(env, "PATH");
+std::string search_path(const std::string& command, const std::string& path) {
   std::size_t start = 0;
   while (start <= path.size()) {
     std::size_t end = path.find(':', start);
@@ -223,7 +217,18 @@ std::string find_command(const std::string& command, const EnvMap& env) {
     if (executable_file(candidate)) return candidate;
     start = end + 1;
   }
-  throw StatusError("\"" + command + "\": executable file not found in $PATH", 127);
+  return "";
+}
+
+std::string find_command(const std::string& command, const EnvMap& env) {
+  if (command.find('/') != std::string::npos) {
+    struct stat st {};
+    if (::stat(command.c_str(), &st) != 0) throw StatusError("\"" + command + "\": no such file or directory", 127);
+    return command;
+  }
+  std::string found = search_path(command, lookup(env, "PATH"));
+  if (found.empty()) throw StatusError("\"" + command + "\": executable file not found in $PATH", 127);
+  return found;
 }
 
 std::vector<std::string> action_argv_without_shell(const std::string& action, const std::vector<std::string>& args,

@@ -35,4 +35,8 @@ std::vector<std::string> action_argv_without_shell(const std::string& action, co
 // $PATH") when it is not there.
 std::string find_command(const std::string& command, const EnvMap& env);
 
+// The first regular, executable file named `command` in the directories of `path` (an
+// empty entry is the working directory); "" when there is none.
+std::string search_path(const std::string& command, const std::string& path);
+
 }  // namespace capsa::runtime

@@ -34,6 +34,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "squashfs/inode_bounds.hpp"
 #include "squashfs/sqfs_handles.hpp"
 #include "util/error.hpp"
 #include "util/fd.hpp"
@@ -358,6 +359,7 @@ NodeRef FuseImage::Impl::node(std::uint64_t ref) {
   sqfs_inode_generic_t* raw = nullptr;
   {
     Lease readers(*this);
+    if (oversized_inode(readers->inodes.get(), super, ref)) throw RequestError{EIO};  // see inode_bounds.hpp
     check(sqfs_meta_reader_read_inode(readers->inodes.get(), &super, ref >> 16, ref & 0xffff, &raw));
   }
   auto made = std::make_shared<Node>();

@@ -3,7 +3,7 @@
 #include <sqfs/compressor.h>
 #include <sqfs/data_reader.h>
 #include <sqfs/dir.h>
-#include <sqfs/dir_reader.h>
+#include <sqfs/meta_reader.h>
 #include <sqfs/error.h>
 #include <sqfs/id_table.h>
 #include <sqfs/inode.h>
@@ -18,10 +18,12 @@
 #include <functional>
 #include <limits>
 #include <new>
+#include <optional>
 #include <string_view>
 #include <type_traits>
 #include <vector>
 
+#include "squashfs/inode_bounds.hpp"
 #include "squashfs/sqfs_handles.hpp"
 #include "util/error.hpp"
 #include "util/path.hpp"
@@ -117,7 +119,11 @@ struct Reader::Impl {
   WindowFile file;
   sqfs_super_t super{};
   std::unique_ptr<sqfs_compressor_t, DestroyObject> compressor;
-  std::unique_ptr<sqfs_dir_reader_t, DestroyObject> dirs;
+  // Directories are listed and inodes read with meta data readers of capsa's own rather
+  // than libsquashfs's directory reader, which hides the inode references that the
+  // bounds check (inode_bounds.hpp) needs before each inode is read.
+  std::unique_ptr<sqfs_meta_reader_t, DestroyObject> inode_table;
+  std::unique_ptr<sqfs_meta_reader_t, DestroyObject> directory_table;
   std::unique_ptr<sqfs_data_reader_t, DestroyObject> data;
   std::unique_ptr<sqfs_id_table_t, DestroyObject> ids;  // read on the first walk()
   std::string label;
@@ -131,6 +137,11 @@ struct Reader::Impl {
   }
 
   void open();
+  InodePtr read_inode(std::uint64_t ref, const std::string& path) const;
+  // Calls `each(name, inode reference)` for the entries of `dir` in stored order, until
+  // it returns false. Names are checked: no '/', NUL, "." or "..".
+  void for_each_entry(const sqfs_inode_generic_t& dir, const std::string& path,
+                      const std::function<bool(std::string name, std::uint64_t ref)>& each) const;
   InodePtr root() const;
   InodePtr lookup(const sqfs_inode_generic_t& dir, const std::string& name, const std::string& path) const;
   InodePtr resolve(const std::string& path) const;
@@ -173,33 +184,66 @@ void Reader::Impl::open() {
   if (super.flags & SQFS_FLAG_COMPRESSOR_OPTIONS)
     check(compressor->read_options(compressor.get(), &file.base), "squashfs compressor options");
 
-  dirs.reset(sqfs_dir_reader_create(&super, compressor.get(), &file.base, 0));
+  inode_table.reset(sqfs_meta_reader_create(&file.base, compressor.get(), super.inode_table_start, super.directory_table_start));
+  directory_table.reset(
+      sqfs_meta_reader_create(&file.base, compressor.get(), super.directory_table_start, super.bytes_used));
   data.reset(sqfs_data_reader_create(&file.base, super.block_size, compressor.get(), 0));
-  if (!dirs || !data) throw std::bad_alloc();
+  if (!inode_table || !directory_table || !data) throw std::bad_alloc();
   check(sqfs_data_reader_load_fragment_table(data.get(), &super), "squashfs fragment table");
   if (!is_directory(*root())) throw FormatError(label + ": squashfs root inode is not a directory");
 }
 
-InodePtr Reader::Impl::root() const {
+InodePtr Reader::Impl::read_inode(std::uint64_t ref, const std::string& path) const {
+  if (auto refused = oversized_inode(inode_table.get(), super, ref))
+    throw FormatError(label + ": " + path + ": " + *refused + " (a damaged or hostile image)");
   sqfs_inode_generic_t* raw = nullptr;
-  int ret = sqfs_dir_reader_get_root_inode(dirs.get(), &raw);
+  int ret = sqfs_meta_reader_read_inode(inode_table.get(), &super, ref >> 16, ref & 0xffff, &raw);
   InodePtr inode(raw);
-  check(ret, "squashfs root inode");
+  check(ret, path + ": reading inode");
   return inode;
+}
+
+void Reader::Impl::for_each_entry(const sqfs_inode_generic_t& dir, const std::string& path,
+                                  const std::function<bool(std::string name, std::uint64_t ref)>& each) const {
+  sqfs_readdir_state_t state{};
+  check(sqfs_readdir_state_init(&state, &super, &dir), path + ": reading directory");
+  for (std::size_t count = 0;; ++count) {
+    sqfs_dir_entry_t* raw = nullptr;
+    sqfs_u32 inode_number = 0;
+    sqfs_u64 ref = 0;
+    int ret = sqfs_meta_reader_readdir(directory_table.get(), &state, &raw, &inode_number, &ref);
+    std::unique_ptr<sqfs_dir_entry_t, FreeBuffer> entry(raw);
+    if (ret > 0) return;
+    check(ret, path + ": reading directory");
+    std::string name(reinterpret_cast<const char*>(entry->name), std::size_t{entry->size} + 1);
+    if (name.find_first_of(std::string_view("/\0", 2)) != std::string::npos || name == "." || name == "..")
+      throw FormatError(label + ": " + path + ": hostile directory entry name");
+    if (count == kMaxDirectoryEntries)
+      throw FormatError(label + ": " + path + ": more than " + std::to_string(kMaxDirectoryEntries) +
+                        " directory entries");
+    if (!each(std::move(name), ref)) return;
+  }
+}
+
+InodePtr Reader::Impl::root() const {
+  try {
+    return read_inode(super.root_inode_ref, "/");
+  } catch (const FormatError& e) {
+    throw FormatError(std::string(e.what()) + " (squashfs root inode)");
+  }
 }
 
 // The entry `name` of `dir`, or nullptr when there is none.
 InodePtr Reader::Impl::lookup(const sqfs_inode_generic_t& dir, const std::string& name,
                               const std::string& path) const {
-  check(sqfs_dir_reader_open_dir(dirs.get(), &dir, 0), path + ": reading directory");
-  int ret = sqfs_dir_reader_find(dirs.get(), name.c_str());
-  if (ret == SQFS_ERROR_NO_ENTRY) return nullptr;
-  check(ret, path + ": reading directory");
-  sqfs_inode_generic_t* raw = nullptr;
-  ret = sqfs_dir_reader_get_inode(dirs.get(), &raw);
-  InodePtr inode(raw);
-  check(ret, path + ": reading inode of " + name);
-  return inode;
+  std::optional<std::uint64_t> found;
+  for_each_entry(dir, path, [&](std::string entry, std::uint64_t ref) {
+    if (entry != name) return true;
+    found = ref;
+    return false;
+  });
+  if (!found) return nullptr;
+  return read_inode(*found, path);
 }
 
 // Walks `path` from the image root, following symlinks within the image the way
@@ -287,23 +331,11 @@ std::optional<std::string> Reader::read_file(const std::string& path, std::uint6
 std::optional<std::vector<std::string>> Reader::list_directory(const std::string& path) const {
   InodePtr inode = impl_->resolve(path);
   if (!inode || !is_directory(*inode)) return std::nullopt;
-  sqfs_dir_reader_t* dirs = impl_->dirs.get();
-  impl_->check(sqfs_dir_reader_open_dir(dirs, inode.get(), 0), path + ": reading directory");
   std::vector<std::string> names;
-  for (;;) {
-    sqfs_dir_entry_t* raw = nullptr;
-    int ret = sqfs_dir_reader_read(dirs, &raw);
-    std::unique_ptr<sqfs_dir_entry_t, FreeBuffer> entry(raw);
-    if (ret > 0) break;
-    impl_->check(ret, path + ": reading directory");
-    std::string name(reinterpret_cast<const char*>(entry->name), std::size_t{entry->size} + 1);
-    if (name.find_first_of(std::string_view("/\0", 2)) != std::string::npos || name == "." || name == "..")
-      throw FormatError(impl_->label + ": " + path + ": corrupt directory entry name");
-    if (names.size() == kMaxDirectoryEntries)
-      throw FormatError(impl_->label + ": " + path + ": more than " + std::to_string(kMaxDirectoryEntries) +
-                        " directory entries");
+  impl_->for_each_entry(*inode, path, [&](std::string name, std::uint64_t) {
     names.push_back(std::move(name));
-  }
+    return true;
+  });
   std::sort(names.begin(), names.end());
   return names;
 }
@@ -382,24 +414,14 @@ void Reader::Impl::walk_directory(TreeVisitor& visitor, const sqfs_inode_generic
                       " (a directory loop?)");
   visitor.enter_directory(entry);
   std::vector<std::pair<std::string, InodePtr>> children;
-  check(sqfs_dir_reader_open_dir(dirs.get(), &dir, 0), path + ": reading directory");
-  for (;;) {
-    sqfs_dir_entry_t* raw = nullptr;
-    int ret = sqfs_dir_reader_read(dirs.get(), &raw);
-    std::unique_ptr<sqfs_dir_entry_t, FreeBuffer> dirent(raw);
-    if (ret > 0) break;
-    check(ret, path + ": reading directory");
-    std::string name(reinterpret_cast<const char*>(dirent->name), std::size_t{dirent->size} + 1);
-    if (name.find_first_of(std::string_view("/\0", 2)) != std::string::npos || name == "." || name == "..")
-      throw FormatError(label + ": " + path + ": hostile directory entry name");
-    if (children.size() == kMaxDirectoryEntries)
-      throw FormatError(label + ": " + path + ": more than " + std::to_string(kMaxDirectoryEntries) +
-                        " directory entries");
-    sqfs_inode_generic_t* inode = nullptr;
-    ret = sqfs_dir_reader_get_inode(dirs.get(), &inode);
-    InodePtr owned(inode);
-    check(ret, path + "/" + name + ": reading inode");
-    children.emplace_back(std::move(name), std::move(owned));
+  std::vector<std::pair<std::string, std::uint64_t>> refs;
+  for_each_entry(dir, path, [&](std::string name, std::uint64_t ref) {
+    refs.emplace_back(std::move(name), ref);
+    return true;
+  });
+  for (auto& [name, ref] : refs) {
+    InodePtr inode = read_inode(ref, path == "/" ? "/" + name : path + "/" + name);
+    children.emplace_back(std::move(name), std::move(inode));
   }
   for (auto& [name, inode] : children) {
     std::string child_path = path == "/" ? "/" + name : path + "/" + name;

@@ -291,5 +291,27 @@ TEST(SquashfsReaderBadInput, SurvivesCorruptedFixtureImage) {
   survive_corruptions(test::read_file(built_image()));
 }
 
+// fuzz_squashfs found a 4 KiB image whose extended file inode claims petabytes: libsquashfs
+// sized its block list from that and asked for 3.7 GB. It is refused before that now.
+TEST(SquashfsReaderBadInput, RefusesAnInodeClaimingAHugeFile) {
+  const std::string path = std::string(CAPSA_FUZZ_CORPUS) + "/squashfs/oversized-ext-file-inode";
+  UniqueFd fd = open_file(path, O_RDONLY);
+  struct stat st {};
+  ASSERT_EQ(::fstat(fd.get(), &st), 0);
+  std::string refused;
+  try {
+    Reader reader(fd.get(), 0, static_cast<std::uint64_t>(st.st_size), "crafted");
+    struct Ignore : TreeVisitor {
+      void enter_directory(const Entry&) override {}
+      void leave_directory(const Entry&) override {}
+      void visit(const Entry&, const ReadContent&) override {}
+    } ignore;
+    reader.walk(ignore);
+  } catch (const FormatError& e) {
+    refused = e.what();
+  }
+  EXPECT_NE(refused.find("claims"), std::string::npos) << "refused: " << refused;
+}
+
 }  // namespace
 }  // namespace capsa::squashfs
