@@ -114,11 +114,13 @@ void add_action(CLI::App& app, const std::string& name, const std::string& descr
 
 }  // namespace
 
-void add_action_commands(CLI::App& app) {
-  add_action(app, "exec", "Run a command in a container: exec [FLAGS] IMAGE COMMAND [ARGS...]");
-  add_action(app, "run", "Run the image's runscript: run [FLAGS] IMAGE [ARGS...]");
-  add_action(app, "shell", "Start an interactive shell in a container: shell [FLAGS] IMAGE");
-  add_action(app, "test", "Run the image's test script: test [FLAGS] IMAGE");
+void add_action_commands(CLI::App& app, std::string_view only) {
+  auto wanted = [only](std::string_view name) { return only.empty() || only == name; };
+  if (wanted("exec")) add_action(app, "exec", "Run a command in a container: exec [FLAGS] IMAGE COMMAND [ARGS...]");
+  if (wanted("run")) add_action(app, "run", "Run the image's runscript: run [FLAGS] IMAGE [ARGS...]");
+  if (wanted("shell")) add_action(app, "shell", "Start an interactive shell in a container: shell [FLAGS] IMAGE");
+  if (wanted("test")) add_action(app, "test", "Run the image's test script: test [FLAGS] IMAGE");
+  if (!wanted("run-help")) return;
 
   auto image = std::make_shared<std::string>();
   auto* help = app.add_subcommand("run-help", "Show the image's help text (%help)");

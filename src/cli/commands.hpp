@@ -1,4 +1,5 @@
 #pragma once
+#include <string_view>
 // Each file cmd_<name>.cpp registers one top-level command on the CLI11 app.
 #include <CLI/CLI.hpp>
 
@@ -8,7 +9,8 @@ void add_sif_command(CLI::App& app);
 void add_inspect_command(CLI::App& app);
 void add_version_command(CLI::App& app);
 void add_cache_command(CLI::App& app);
-void add_action_commands(CLI::App& app);  // exec, run, shell, test, run-help
+// exec, run, shell, test and run-help; only `only` when it names one of them.
+void add_action_commands(CLI::App& app, std::string_view only = {});
 void add_pull_command(CLI::App& app);
 void add_build_command(CLI::App& app);
 

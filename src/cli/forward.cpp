@@ -31,13 +31,13 @@ std::string full_binary() {
 
 void remember_arguments(char** argv) { remembered = argv; }
 
-bool is_local_action(const std::vector<std::string>& args) {
+std::string local_action(const std::vector<std::string>& args) {
   static constexpr std::array<std::string_view, 5> actions = {"exec", "run", "shell", "test", "run-help"};
   for (const std::string& arg : args) {
     if (arg == "-q" || arg == "--quiet") continue;  // capsa's global flags that may come first
-    return std::find(actions.begin(), actions.end(), arg) != actions.end();
+    return std::find(actions.begin(), actions.end(), arg) != actions.end() ? arg : "";
   }
-  return false;
+  return "";
 }
 
 void forward_to_full() {

@@ -14,7 +14,8 @@ void remember_arguments(char** argv);
 
 // Whether the arguments (program name excluded) ask to run a local image: the lean
 // runner's own work. Global flags may come first.
-bool is_local_action(const std::vector<std::string>& args);
+// The action the runner handles itself (exec, run, shell, test, run-help), or "".
+std::string local_action(const std::vector<std::string>& args);
 
 // Replaces this process with capsa-full, with the remembered argv (argv[0] unchanged,
 // so `singularity`/`apptainer`/`run-singularity` keep their meaning).
