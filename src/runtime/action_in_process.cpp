@@ -1,26 +1,23 @@
 #include "runtime/action_in_process.hpp"
 
 #include <dirent.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
-#include "runtime/action_without_shell.hpp"
 #include "runtime/env_script.hpp"
+#include "runtime/gpu/nvidia.hpp"
 #include "runtime/shell_words.hpp"
+#include "util/error.hpp"
+#include "util/fd.hpp"
+#include "util/find_executable.hpp"
 
 namespace capsa::runtime {
 namespace {
-
-constexpr const char* kLibsDir = "/.singularity.d/libs";
 
 // Variables whose value or behaviour depends on which shell /bin/sh is.
 bool shell_dependent(const std::string& name) {
@@ -33,23 +30,6 @@ bool shell_dependent(const std::string& name) {
 bool stat_is(const std::string& path, mode_t type) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 && (st.st_mode & S_IFMT) == type;
-}
-
-std::string text_of(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw NeedsShell{path + " cannot be read here"};
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-std::vector<std::string> environment_scripts(const std::string& dir) {
-  std::vector<std::string> names;
-  if (DIR* d = ::opendir(dir.c_str())) {
-    while (dirent* e = ::readdir(d)) names.push_back(e->d_name);
-    ::closedir(d);
-  }
-  return names;
 }
 
 // What the shell's PWD would be: the inherited one when it names the working directory.
@@ -69,11 +49,19 @@ std::string value_or_empty(const EnvScript& sh, const std::string& name) {
   return v ? *v : std::string();
 }
 
+// `list` with `entry` appended unless it is one of its colon-separated entries already.
+std::string with_entry(const std::string& list, const std::string& entry) {
+  if ((":" + list + ":").find(":" + entry + ":") != std::string::npos) return list;
+  return list.empty() ? entry : list + ":" + entry;
+}
+
 // The action script's steps (action_script.hpp), in its order, on the reader's state.
+// Strict: whatever needs a real shell throws NeedsShell. Lenient (an image without one):
+// what the reader cannot do is left out, as no shell could do it either.
 class Composer {
  public:
-  Composer(const ActionScriptInput& in, const std::string& root, const EnvironmentFiles* files)
-      : in_(in), root_(root), sh_(root), files_(files) {}
+  Composer(const ActionScriptInput& in, EnvScript::Mode mode, const EnvironmentFiles& files, const std::string& root)
+      : in_(in), lenient_(mode == EnvScript::Mode::Lenient), sh_(root, mode), files_(files) {}
 
   EnvMap compose() {
     set_aside_host_values();
@@ -86,36 +74,35 @@ class Composer {
   }
 
  private:
+  void needs_shell(const std::string& why) const {
+    if (!lenient_) throw NeedsShell{why};
+  }
+
   void set_aside_host_values() {
     for (const auto& [name, value] : *in_.process) {
-      if (!is_shell_variable_name(name)) throw NeedsShell{"the environment holds " + name + ", not a shell name"};
-      if (shell_dependent(name)) throw NeedsShell{"the environment holds " + name + ", which the shell sets"};
-      if (kept_through_scripts(name)) sh_.set_exported(name, value);
+      if (!is_shell_variable_name(name)) needs_shell("the environment holds " + name + ", not a shell name");
+      if (shell_dependent(name)) needs_shell("the environment holds " + name + ", which the shell sets");
+      // A name no shell can hold passes through untouched (Lenient).
+      if (kept_through_scripts(name) || !is_shell_variable_name(name)) sh_.set_exported(name, value);
       else held_.emplace_back(name, value);
     }
     sh_.set_exported("PWD", working_directory(*in_.process));
   }
 
-  // Paths here are the container's; on the live tree they lie below root_.
-  std::string on_disk(const std::string& path) const { return root_ == "/" ? path : root_ + path; }
-
-  std::optional<std::vector<std::string>> list(const std::string& dir) const {
-    if (files_) return files_->list(dir);
-    if (!stat_is(on_disk(dir), S_IFDIR)) return std::nullopt;
-    return environment_scripts(on_disk(dir));
+  // The text of an environment file, nullopt when it is no regular file; one that cannot
+  // be read needs a shell (Strict) or is left out (Lenient).
+  std::optional<std::string> read(const std::string& path) const {
+    try {
+      return files_.read(path);
+    } catch (const NeedsShell&) {
+      if (!lenient_) throw;
+      return std::nullopt;
+    }
   }
-
-  std::optional<std::string> text(const std::string& path) const {
-    if (files_) return files_->read(path);
-    if (!stat_is(on_disk(path), S_IFREG)) return std::nullopt;
-    return text_of(on_disk(path));
-  }
-
-  void source(const std::string& path, const std::string& text) { sh_.run(text, path); }
 
   void source_environment() {
     const std::string dir = "/.singularity.d/env";
-    if (std::optional<std::vector<std::string>> names = list(dir)) {
+    if (std::optional<std::vector<std::string>> names = files_.list(dir)) {
       // The shell's glob: no dot files, byte order.
       std::vector<std::string> scripts;
       for (const std::string& name : *names)
@@ -123,25 +110,25 @@ class Composer {
       std::sort(scripts.begin(), scripts.end());
       for (const std::string& name : scripts) {
         std::string path = dir + "/" + name;
-        std::optional<std::string> script = text(path);
+        std::optional<std::string> script = read(path);
         if (!script) continue;  // `[ -f ]`: regular files only
         if (name == "10-docker2singularity.sh" || name == "10-docker.sh") {
-          source(path, *script);
+          sh_.run(*script, path);
           fix_path();
         } else if (name == "90-environment.sh") {
           if (!sh_.is_set("PATH")) fix_path();
-          source(path, *script);
+          sh_.run(*script, path);
         } else if (name == "99-base.sh") {
-          source(path, *script);
+          sh_.run(*script, path);
           inject();
         } else if (name == "99-runtimevars.sh") {
           if (injected_) runtime_variables();
         } else {
-          source(path, *script);
+          sh_.run(*script, path);
         }
       }
-    } else if (std::optional<std::string> environment = text("/environment")) {
-      source("/environment", *environment);
+    } else if (std::optional<std::string> environment = read("/environment")) {
+      sh_.run(*environment, "/environment");
       fix_path();
     }
     if (!injected_) inject();
@@ -149,11 +136,7 @@ class Composer {
   }
 
   void fix_path() {
-    for (const char* dir : kDefaultPathEntries) {
-      std::string path = value_or_empty(sh_, "PATH");
-      if ((":" + path + ":").find(std::string(":") + dir + ":") == std::string::npos)
-        sh_.assign("PATH", path.empty() ? std::string(dir) : path + ":" + dir);
-    }
+    for (const char* dir : kDefaultPathEntries) sh_.assign("PATH", with_entry(value_or_empty(sh_, "PATH"), dir));
     sh_.mark_exported("PATH");
   }
 
@@ -176,11 +159,9 @@ class Composer {
   }
 
   void gpu_library_path() {
-    std::string libs = value_or_empty(sh_, "LD_LIBRARY_PATH");
-    if ((":" + libs + ":").find(std::string(":") + kLibsDir + ":") == std::string::npos)
-      sh_.assign("LD_LIBRARY_PATH", libs.empty() ? std::string(kLibsDir) : libs + ":" + kLibsDir);
+    sh_.assign("LD_LIBRARY_PATH", with_entry(value_or_empty(sh_, "LD_LIBRARY_PATH"), gpu::kLibsDir));
     // The script then asks the image's ldconfig for its library directories.
-    if (value_or_empty(sh_, "LD_LIBRARY_PATH") == kLibsDir) throw NeedsShell{"--nv puts the image's ldconfig list first"};
+    if (value_or_empty(sh_, "LD_LIBRARY_PATH") == gpu::kLibsDir) needs_shell("--nv puts the image's ldconfig list first");
     sh_.mark_exported("LD_LIBRARY_PATH");
   }
 
@@ -216,9 +197,9 @@ class Composer {
   }
 
   const ActionScriptInput& in_;
-  std::string root_;
+  const bool lenient_;
   EnvScript sh_;
-  const EnvironmentFiles* files_;
+  const EnvironmentFiles& files_;
   std::vector<std::pair<std::string, std::string>> held_;
   bool injected_ = false;
   bool runtime_variables_done_ = false;
@@ -229,7 +210,7 @@ class Composer {
 std::string program_for(const std::string& command, const EnvMap& env) {
   if (command.find('/') != std::string::npos) return stat_is(command, S_IFREG) ? command : "";
   auto it = env.find("PATH");
-  return search_path(command, it == env.end() ? "" : it->second);
+  return find_executable(command, it == env.end() ? "" : it->second, RelativeEntries::Search);
 }
 
 }  // namespace
@@ -239,44 +220,60 @@ bool action_shell_forced() {
   return forced != nullptr && *forced != '\0' && std::strcmp(forced, "0") != 0;
 }
 
+EnvironmentFiles files_below(const std::string& root) {
+  auto on_disk = [root](const std::string& path) { return root == "/" ? path : root + path; };
+  EnvironmentFiles files;
+  files.list = [on_disk](const std::string& dir) -> std::optional<std::vector<std::string>> {
+    DIR* d = ::opendir(on_disk(dir).c_str());
+    if (d == nullptr) return std::nullopt;
+    std::vector<std::string> names;
+    while (dirent* e = ::readdir(d)) names.push_back(e->d_name);
+    ::closedir(d);
+    return names;
+  };
+  files.read = [on_disk](const std::string& path) -> std::optional<std::string> {
+    if (!stat_is(on_disk(path), S_IFREG)) return std::nullopt;
+    try {
+      return read_whole_file(on_disk(path));
+    } catch (const Error& e) {
+      throw NeedsShell{e.what()};
+    }
+  };
+  return files;
+}
+
 std::optional<EnvMap> exec_environment_in_process(const ActionScriptInput& input, std::string* why,
-                                                  const std::string& root, const EnvironmentFiles* files) {
+                                                  const EnvironmentFiles& files, const std::string& root) {
   try {
-    return Composer(input, root, files).compose();
+    return Composer(input, EnvScript::Mode::Strict, files, root).compose();
   } catch (const NeedsShell& needs) {
     *why = needs.what;
     return std::nullopt;
   }
 }
 
-void exec_in_process(const ActionScriptInput& input, const std::vector<std::string>& args, std::string* why,
-                     const EnvironmentFiles* files) {
+EnvMap environment_without_shell(const ActionScriptInput& input, const EnvironmentFiles& files, const std::string& root) {
+  return Composer(input, EnvScript::Mode::Lenient, files, root).compose();
+}
+
+std::optional<DirectExec> direct_exec(const ActionScriptInput& input, const std::vector<std::string>& args,
+                                      std::string* why, const EnvironmentFiles& files) {
   if (action_shell_forced()) {
     *why = "CAPSA_ACTION_SHELL is set";
-    return;
+    return std::nullopt;
   }
   if (args.empty()) {
     *why = "no command";
-    return;
+    return std::nullopt;
   }
-  std::optional<EnvMap> env = exec_environment_in_process(input, why, "/", files);
-  if (!env) return;
+  std::optional<EnvMap> env = exec_environment_in_process(input, why, files);
+  if (!env) return std::nullopt;
   std::string program = program_for(args[0], *env);
   if (program.empty()) {
     *why = args[0] + " is not a file on the container's PATH";
-    return;
+    return std::nullopt;
   }
-  std::vector<std::string> envp_strings = to_envp(*env);
-  std::vector<std::string> argv_strings = args;
-  std::vector<char*> argv, envp;
-  for (auto& s : argv_strings) argv.push_back(s.data());
-  argv.push_back(nullptr);
-  for (auto& s : envp_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  // Nothing the container runs may gain privileges (setuid binaries in the image included).
-  ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
-  ::execve(program.c_str(), argv.data(), envp.data());
-  *why = "executing " + program + ": " + std::strerror(errno);
+  return DirectExec{std::move(program), std::move(*env)};
 }
 
 }  // namespace capsa::runtime

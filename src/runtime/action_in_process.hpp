@@ -1,14 +1,14 @@
 #pragma once
-// `exec` without the image's /bin/sh: the environment the action script
-// (action_script.hpp) would hand the command, worked out in-process with the strict
-// environment-file reader (env_script.hpp), then the command itself is executed.
-// Starting the shell, which reads every environment file again through the image mount,
-// took 0.5 ms as root and 2 ms unprivileged of each container start (bench/start.sh).
-//
-// The result is the action script's, rule for rule; wherever that cannot be known for
-// sure (a file the reader does not understand, --nv needing the image's ldconfig, a
-// command the shell alone would find) the caller runs the action script as before.
-// CAPSA_ACTION_SHELL=1 always takes the shell.
+// The action script's work (action_script.hpp) done in capsa's process, with the
+// environment-file reader of env_script.hpp:
+//  * `exec` in an image with /bin/sh: the environment the script would hand the command,
+//    then the command itself is executed. Starting the shell, which reads every
+//    environment file again through the image mount, took 0.5 ms as root and 2 ms
+//    unprivileged of each container start (bench/start.sh). The result is the script's,
+//    rule for rule; wherever that cannot be known for sure (a file the reader does not
+//    understand, --nv needing the image's ldconfig, a command the shell alone would find)
+//    the caller runs the script as before. CAPSA_ACTION_SHELL=1 always takes the shell.
+//  * every action in an image without /bin/sh: the same rules, leniently.
 #include <functional>
 #include <optional>
 #include <string>
@@ -18,28 +18,40 @@
 
 namespace capsa::runtime {
 
-// Where the environment files come from: by default the container's root, read like any
-// file; launch passes a reader of the image itself when nothing is mounted over
-// /.singularity.d, which spares an unprivileged start its round trips through FUSE.
+// Where the environment files come from: the container's tree (files_below), or, from
+// launch, a reader of the SIF itself when nothing is mounted over /.singularity.d, which
+// spares an unprivileged start its round trips through FUSE.
 struct EnvironmentFiles {
   // The names in a directory, nullopt when it is not one; a file's text, nullopt when it
-  // is not a regular file. Paths are absolute in the container.
+  // is not a regular file (NeedsShell when it cannot be read). Paths are the container's.
   std::function<std::optional<std::vector<std::string>>(const std::string& dir)> list;
   std::function<std::optional<std::string>(const std::string& path)> read;
 };
 
-// The final environment of `exec`, or nullopt with `why` set when a shell is needed.
-// Reads the container's files below `root` ("/" once inside it), the environment files
-// from `files` when given.
-std::optional<EnvMap> exec_environment_in_process(const ActionScriptInput& input, std::string* why,
-                                                  const std::string& root = "/",
-                                                  const EnvironmentFiles* files = nullptr);
+// The files below `root` of the live tree ("/" once inside the container).
+EnvironmentFiles files_below(const std::string& root);
 
-// Executes `args` (exec's command and arguments) with the environment above. Returns
-// only when the shell has to do it, with `why` set; a command that is not there is left
-// to the shell too, so every message and exit status stays the action script's.
-void exec_in_process(const ActionScriptInput& input, const std::vector<std::string>& args, std::string* why,
-                     const EnvironmentFiles* files = nullptr);
+// The final environment of `exec`, or nullopt with `why` set when a shell is needed.
+// File tests in the environment files look below `root`.
+std::optional<EnvMap> exec_environment_in_process(const ActionScriptInput& input, std::string* why,
+                                                  const EnvironmentFiles& files, const std::string& root = "/");
+
+// The same for an image without /bin/sh: what only a shell could do is left out (a
+// statement, or a whole `if` whose condition, the reader does not understand), all else
+// follows the same rules, so an image gets one environment whether it has a shell or not.
+EnvMap environment_without_shell(const ActionScriptInput& input, const EnvironmentFiles& files,
+                                 const std::string& root = "/");
+
+// What `exec` of `args` (the command and its arguments) runs without the script: the
+// program as the script's lookup finds it, and the environment above. nullopt with `why`
+// set when the shell has to do it; a command that is not there is left to the shell too,
+// so every message and exit status stays the action script's.
+struct DirectExec {
+  std::string program;
+  EnvMap env;
+};
+std::optional<DirectExec> direct_exec(const ActionScriptInput& input, const std::vector<std::string>& args,
+                                      std::string* why, const EnvironmentFiles& files);
 
 // Whether CAPSA_ACTION_SHELL asks for the action script every time.
 bool action_shell_forced();

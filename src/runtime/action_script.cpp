@@ -2,8 +2,9 @@
 
 #include <errno.h>  // program_invocation_short_name
 
-#include <cctype>
 #include <set>
+
+#include "runtime/shell_words.hpp"
 
 namespace capsa::runtime {
 namespace {
@@ -82,13 +83,6 @@ constexpr const char* kPrompt =
     "fi\n"
     "export PROMPT_COMMAND\n";
 
-bool shell_name(const std::string& name) {
-  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return false;
-  for (char c : name)
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
-  return true;
-}
-
 std::string dispatch(const std::string& action) {
   if (action == "exec") {
     // A command the container does not have ends with Apptainer's words and status 127
@@ -141,7 +135,7 @@ bool kept_through_scripts(const std::string& name) {
 std::string action_script(const ActionScriptInput& in) {
   std::string set_aside, restore;
   for (const auto& [name, value] : *in.process) {
-    if (!shell_name(name) || kept_through_scripts(name)) continue;
+    if (!is_shell_variable_name(name) || kept_through_scripts(name)) continue;
     // Unexported shell variables: they never reach the command's environment.
     set_aside += "capsa_h_" + name + "=$" + name + "; unset " + name + "\n";
     restore += "if [ -z \"${" + name + "+x}\" ]; then " + name + "=$capsa_h_" + name + "; export " + name +

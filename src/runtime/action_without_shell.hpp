@@ -2,9 +2,8 @@
 // Running an action in an image that has no /bin/sh (distroless, a lone static binary).
 // Apptainer never needs the image's shell: it interprets its action script in-process
 // (§3.3). capsa does the part of that work such images need, in-process too:
-//  * the environment: the assignments of /.singularity.d/env/*.sh (`export K="V"` and
-//    `export K="${K:-"V"}"`, as pull writes the Docker ENV), plus what 99-base.sh and
-//    99-runtimevars.sh do; any other shell code in those files is not run;
+//  * the environment: the action script's rules, applied leniently
+//    (action_in_process.hpp environment_without_shell);
 //  * run: a Docker runscript (the one with `eval "set ${SINGULARITY_OCI_RUN}"`) is
 //    resolved from its OCI_ENTRYPOINT and OCI_CMD with Docker's rules; any other
 //    runscript is executed directly (it needs its own interpreter);
@@ -21,10 +20,6 @@
 
 namespace capsa::runtime {
 
-// The process environment after the image's environment files (read from `root`,
-// normally "/") and the injected variables, as the action script would leave it.
-EnvMap environment_without_shell(const EnvMap& process, const EnvMap& injected, const std::string& root = "/");
-
 // The argv of `action` (exec, run, shell, test) with `args`; empty when the action has
 // nothing to run (test without a test script). Throws Error when it cannot run.
 std::vector<std::string> action_argv_without_shell(const std::string& action, const std::vector<std::string>& args,
@@ -34,9 +29,5 @@ std::vector<std::string> action_argv_without_shell(const std::string& action, co
 // StatusError 127 with Apptainer's wording ("\"CMD\": executable file not found in
 // $PATH") when it is not there.
 std::string find_command(const std::string& command, const EnvMap& env);
-
-// The first regular, executable file named `command` in the directories of `path` (an
-// empty entry is the working directory); "" when there is none.
-std::string search_path(const std::string& command, const std::string& path);
 
 }  // namespace capsa::runtime

@@ -22,7 +22,7 @@ bool set_by_the_shell(const std::string& name) {
 }
 
 struct Token {
-  enum Kind { Word, Newline, Semi, And, Or, End } kind;
+  enum Kind { Word, Unknown, Newline, Semi, And, Or, End } kind;  // Unknown: the rest of a line not read (Lenient)
   std::string text;
   int line;
 };
@@ -31,11 +31,32 @@ struct Token {
 // their quotes (shell_words expands them). Anything else needs a shell.
 class Tokenizer {
  public:
-  Tokenizer(const std::string& text, const std::string& origin) : text_(text), origin_(origin) {}
+  Tokenizer(const std::string& text, const std::string& origin, bool lenient)
+      : text_(text), origin_(origin), lenient_(lenient) {}
 
   std::vector<Token> tokens() {
     std::vector<Token> out;
     while (pos_ < text_.size()) {
+      const std::size_t start = pos_;
+      const int start_line = line_;
+      try {
+        next_token(out);
+      } catch (const NeedsShell&) {
+        if (!lenient_) throw;
+        // The rest of the line is one token the parser will not run.
+        pos_ = text_.find('\n', start);
+        if (pos_ == std::string::npos) pos_ = text_.size();
+        line_ = start_line;
+        out.push_back({Token::Unknown, text_.substr(start, pos_ - start), start_line});
+      }
+    }
+    out.push_back({Token::End, "", line_});
+    return out;
+  }
+
+ private:
+  void next_token(std::vector<Token>& out) {
+    {
       char c = text_[pos_];
       if (c == ' ' || c == '\t' || c == '\r') {
         ++pos_;
@@ -68,11 +89,8 @@ class Tokenizer {
         out.push_back({Token::Word, text_.substr(start, pos_ - start), first_line});
       }
     }
-    out.push_back({Token::End, "", line_});
-    return out;
   }
 
- private:
   bool next_is(char c) const { return pos_ + 1 < text_.size() && text_[pos_ + 1] == c; }
 
   [[noreturn]] void fail(const std::string& what) const {
@@ -119,6 +137,7 @@ class Tokenizer {
 
   const std::string& text_;
   const std::string& origin_;
+  bool lenient_;
   std::size_t pos_ = 0;
   int line_ = 1;
 };
@@ -130,7 +149,7 @@ class Tokenizer {
 class EnvScript::Parser {
  public:
   Parser(EnvScript& shell, std::vector<Token> tokens, const std::string& origin)
-      : shell_(shell), tokens_(std::move(tokens)), origin_(origin) {}
+      : shell_(shell), tokens_(std::move(tokens)), origin_(origin), lenient_(shell.mode_ == Mode::Lenient) {}
 
   void run() {
     list(true, {});
@@ -157,7 +176,35 @@ class EnvScript::Parser {
       while (peek().kind == Token::Newline || peek().kind == Token::Semi) ++pos_;
       if (peek().kind == Token::End) return status;
       if (peek().kind == Token::Word && ends.count(peek().text)) return status;
-      status = and_or(active);
+      // Lenient: the unit left out is a whole top-level statement (an if with its
+      // branches); deeper, an error unwinds to it, so each statement is parsed twice at most.
+      status = lenient_ && depth_ == 0 ? and_or_or_skip(active) : and_or(active);
+    }
+  }
+
+  // Lenient, top level: the statement is parsed first, to know where it ends, then run;
+  // one not understood leaves the variables as they were before it.
+  int and_or_or_skip(bool active) {
+    const std::size_t start = pos_;
+    const int depth = depth_;
+    try {
+      and_or(false);
+    } catch (const NeedsShell&) {
+      depth_ = depth;
+      while (peek().kind != Token::Newline && peek().kind != Token::End) ++pos_;
+      return 1;
+    }
+    if (!active) return 0;
+    const std::size_t end = pos_;
+    pos_ = start;
+    auto before = shell_.variables_;
+    try {
+      return and_or(true);
+    } catch (const NeedsShell&) {
+      shell_.variables_ = std::move(before);
+      depth_ = depth;
+      pos_ = end;
+      return 1;
     }
   }
 
@@ -177,12 +224,18 @@ class EnvScript::Parser {
     if (peek().kind != Token::Word) fail("unexpected `" + peek().text + "`");
     const std::string& first = peek().text;
     if (first == "if") return if_clause(active);
-    if (first == "for" && !active) return skipped_for();
+    if (!active && (first == "for" || first == "while" || first == "until")) return skipped_loop();
+    if (!active && first == "case") return skipped_case();
     static const std::set<std::string> compound = {"for", "while", "until", "case", "{", "}", "function", "select",
                                                    "then", "elif", "else", "fi", "do", "done", "esac", "!"};
     if (compound.count(first)) fail("`" + first + "`");
     std::vector<std::string> words;
-    while (peek().kind == Token::Word) words.push_back(tokens_[pos_++].text);
+    bool unknown = false;
+    for (; peek().kind == Token::Word || peek().kind == Token::Unknown; ++pos_) {
+      unknown = unknown || peek().kind == Token::Unknown;
+      words.push_back(peek().text);
+    }
+    if (active && unknown) fail("`" + words.back() + "`");
     return active ? simple(words) : 0;
   }
 
@@ -220,18 +273,30 @@ class EnvScript::Parser {
     return active && !taken ? 0 : status;
   }
 
-  // `for NAME in WORDS; do ... done` in a branch that is not taken.
-  int skipped_for() {
+  // `for NAME in WORDS; do ... done`, `while LIST; do ... done` (or until), parsed only:
+  // a branch not taken, or a lenient reading finding where the loop ends.
+  int skipped_loop() {
     enter();
-    ++pos_;
-    if (peek().kind != Token::Word) fail("a for without a name");
-    ++pos_;
-    while (peek().kind == Token::Word && peek().text != "do") ++pos_;
+    if (tokens_[pos_++].text == "for") {
+      if (peek().kind != Token::Word) fail("a for without a name");
+      ++pos_;
+      while (peek().kind == Token::Word && peek().text != "do") ++pos_;
+    } else {
+      list(false, {"do"});
+    }
     while (peek().kind == Token::Newline || peek().kind == Token::Semi) ++pos_;
     expect("do");
     list(false, {"done"});
     expect("done");
     --depth_;
+    return 0;
+  }
+
+  // `case ... esac`, parsed only as far as its end (its patterns hold `)`, which the
+  // tokenizer does not read: only a lenient reading gets here with the tokens).
+  int skipped_case() {
+    while (peek().kind != Token::End && !at_keyword("esac")) ++pos_;
+    expect("esac");
     return 0;
   }
 
@@ -337,18 +402,24 @@ class EnvScript::Parser {
   EnvScript& shell_;
   std::vector<Token> tokens_;
   const std::string& origin_;
+  bool lenient_;
   std::size_t pos_ = 0;
   int depth_ = 0;
 };
 
 void EnvScript::run(const std::string& text, const std::string& origin) {
-  Parser(*this, Tokenizer(text, origin).tokens(), origin).run();
+  const bool lenient = mode_ == Mode::Lenient;
+  try {
+    Parser(*this, Tokenizer(text, origin, lenient).tokens(), origin).run();
+  } catch (const NeedsShell&) {
+    if (!lenient) throw;  // lenient: what stays unread after a statement that ends nowhere
+  }
 }
 
 const std::string* EnvScript::value(const std::string& name) const {
   auto it = variables_.find(name);
   if (it != variables_.end() && it->second.set) return &it->second.value;
-  if (set_by_the_shell(name)) throw NeedsShell{"$" + name + " is the shell's own"};
+  if (mode_ == Mode::Strict && set_by_the_shell(name)) throw NeedsShell{"$" + name + " is the shell's own"};
   return nullptr;
 }
 

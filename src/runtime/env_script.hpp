@@ -23,14 +23,21 @@ struct NeedsShell {
 
 class EnvScript {
  public:
-  // File tests (`[ -d PATH ]`) look below `root`: "/" once inside the container.
-  explicit EnvScript(std::string root = "/") : root_(std::move(root)) {}
+  enum class Mode {
+    Strict,   // anything not understood throws NeedsShell: the caller runs a real shell
+    Lenient,  // for images without a shell: a statement not understood is skipped whole
+              // (an `if` whose condition is not understood with all its branches)
+  };
 
-  // Runs `text` (named `origin` in NeedsShell messages). Throws NeedsShell.
+  // File tests (`[ -d PATH ]`) look below `root`: "/" once inside the container.
+  explicit EnvScript(std::string root = "/", Mode mode = Mode::Strict) : root_(std::move(root)), mode_(mode) {}
+
+  // Runs `text` (named `origin` in NeedsShell messages). Throws NeedsShell (Strict only).
   void run(const std::string& text, const std::string& origin);
 
   // The variable's value, nullptr when unset. Reading a variable the shell itself would
-  // have set (PPID, IFS, SHLVL...) while it is unset here throws NeedsShell.
+  // have set (PPID, IFS, SHLVL...) while it is unset here throws NeedsShell (Strict;
+  // Lenient reads it as unset).
   const std::string* value(const std::string& name) const;
   void assign(const std::string& name, const std::string& value);  // keeps its export flag
   void set_exported(const std::string& name, const std::string& value);
@@ -50,6 +57,7 @@ class EnvScript {
   class Parser;
 
   std::string root_;
+  Mode mode_;
   std::map<std::string, Variable> variables_;
 };
 

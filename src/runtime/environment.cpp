@@ -1,8 +1,8 @@
 #include "runtime/environment.hpp"
 
-#include <cctype>
 #include <sstream>
 
+#include "runtime/shell_words.hpp"
 #include "util/error.hpp"
 #include "util/fd.hpp"
 
@@ -32,15 +32,8 @@ bool kept_when_clean(const std::string& name) {
   return false;
 }
 
-bool valid_name(const std::string& name) {
-  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return false;
-  for (char c : name)
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
-  return true;
-}
-
 void inject(ComposedEnvironment& out, const std::string& name, const std::string& value, const std::string& from) {
-  if (!valid_name(name)) throw Error(from + ": \"" + name + "\" is not a valid variable name");
+  if (!is_shell_variable_name(name)) throw Error(from + ": \"" + name + "\" is not a valid variable name");
   if (name == "HOME" || name == "APPTAINER_SHELL" || name == "SINGULARITY_SHELL" || name == "APPTAINER_APPNAME" ||
       name == "SINGULARITY_APPNAME") {
     out.warnings.push_back("not setting " + name + " from " + from + ": it is set by capsa");
@@ -106,7 +99,7 @@ std::vector<std::pair<std::string, std::string>> parse_env_file(std::string_view
     auto eq = line.find('=');
     if (eq == std::string::npos) throw Error(from + ": \"" + line + "\" is not NAME=VALUE");
     std::string name = line.substr(0, eq);
-    if (!valid_name(name)) throw Error(from + ": \"" + name + "\" is not a valid variable name");
+    if (!is_shell_variable_name(name)) throw Error(from + ": \"" + name + "\" is not a valid variable name");
     assignments.emplace_back(std::move(name), unquote(line.substr(eq + 1)));
   }
   return assignments;

@@ -19,6 +19,7 @@
 #include "squashfs/fuse_server.hpp"
 #include "util/error.hpp"
 #include "util/fd.hpp"
+#include "util/find_executable.hpp"
 
 namespace capsa::runtime {
 namespace {
@@ -31,20 +32,6 @@ void mount_with_loop_device(const SquashfsLocation& image, const std::string& ta
   // On failure nothing needs undoing: closing the last descriptor auto-clears the device.
   if (::mount(loop.path.c_str(), target.c_str(), "squashfs", kImageMountFlags, nullptr) != 0)
     throw_errno("mounting the squashfs of " + image.file + " from " + loop.path);
-}
-
-bool on_path(const std::string& program) {
-  const char* path = std::getenv("PATH");
-  std::string dirs = path ? path : "/usr/bin:/bin";
-  std::size_t start = 0;
-  while (start <= dirs.size()) {
-    std::size_t end = dirs.find(':', start);
-    if (end == std::string::npos) end = dirs.size();
-    std::string dir = dirs.substr(start, end - start);
-    if (::access(((dir.empty() ? "." : dir) + "/" + program).c_str(), X_OK) == 0) return true;
-    start = end + 1;
-  }
-  return false;
 }
 
 // Mounts FUSE at `target` and returns the connection, to be served by a child.
@@ -109,7 +96,8 @@ void start_server(UniqueFd fuse, const SquashfsLocation& image, const std::strin
 
 void mount_with_squashfuse(const SquashfsLocation& image, const std::string& target, bool wait) {
   // Checked first: a server that cannot start would only show as a dead mount.
-  if (!on_path("squashfuse_ll"))
+  const char* host_path = std::getenv("PATH");
+  if (find_executable("squashfuse_ll", host_path ? host_path : "/usr/bin:/bin", RelativeEntries::Search).empty())
     throw Error("squashfuse_ll was not found on PATH (CAPSA_FUSE=squashfuse mounts images with it: "
                 "install the squashfuse package, or unset CAPSA_FUSE for capsa's own server)");
   UniqueFd fuse = mount_fuse(target, "squashfuse");

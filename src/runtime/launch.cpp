@@ -138,32 +138,30 @@ void pass_gpu_selection(const EnvMap& host, ComposedEnvironment& env) {
     if (auto it = host.find(name); it != host.end() && !env.process.count(name)) env.process[name] = it->second;
 }
 
-std::vector<char*> c_strings(std::vector<std::string>& strings) {
-  std::vector<char*> out;
-  for (auto& s : strings) out.push_back(s.data());
-  out.push_back(nullptr);
-  return out;
+// execve with the container's rules; returns (errno set) only when it failed. Nothing the
+// container runs may gain privileges (setuid binaries in the image included).
+void execute(const std::string& program, std::vector<std::string> argv_strings, const EnvMap& env) {
+  std::vector<std::string> envp_strings = to_envp(env);
+  std::vector<char*> argv, envp;
+  for (auto& s : argv_strings) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  for (auto& s : envp_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+  ::execve(program.c_str(), argv.data(), envp.data());
 }
 
 // The image has no /bin/sh: the environment and the action are worked out in-process
-// (action_without_shell.hpp) and the command is executed directly.
-[[noreturn]] void exec_without_shell(const ActionRequest& r, const ComposedEnvironment& env) {
-  EnvMap process = environment_without_shell(env.process, env.injected);
-  if (r.nv || r.nvccli) {
-    std::string libs = process["LD_LIBRARY_PATH"];
-    if ((":" + libs + ":").find(std::string(":") + gpu::kLibsDir + ":") == std::string::npos)
-      process["LD_LIBRARY_PATH"] = libs.empty() ? std::string(gpu::kLibsDir) : libs + ":" + gpu::kLibsDir;
-  }
+// (action_in_process.hpp, action_without_shell.hpp) and the command is executed directly.
+[[noreturn]] void exec_without_shell(const ActionRequest& r, const ActionScriptInput& input, const EnvironmentFiles& files) {
+  EnvMap process = environment_without_shell(input, files);
   std::vector<std::string> argv_strings = action_argv_without_shell(r.action, r.args, process);
   if (argv_strings.empty()) {  // `test` without a test script passes, as in Apptainer
     std::cerr << "no test script in this container\n";
     std::exit(0);
   }
   std::string program = find_command(argv_strings[0], process);
-  std::vector<std::string> envp_strings = to_envp(process);
-  std::vector<char*> argv = c_strings(argv_strings), envp = c_strings(envp_strings);
-  ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
-  ::execve(program.c_str(), argv.data(), envp.data());
+  execute(program, argv_strings, process);
   int err = errno;
   if (err == ENOENT)  // the file is there (find_command saw it): its #! interpreter is not
     throw StatusError("\"" + argv_strings[0] + "\": its interpreter is not in the image", 127);
@@ -171,22 +169,20 @@ std::vector<char*> c_strings(std::vector<std::string>& strings) {
 }
 
 [[noreturn]] void exec_in_container(const ActionRequest& r, const ComposedEnvironment& env,
-                                    const EnvironmentFiles* environment_files) {
-  if (::access("/bin/sh", X_OK) != 0) exec_without_shell(r, env);
+                                    const EnvironmentFiles& environment_files) {
   const ActionScriptInput script_input{r.action, &env.process, &env.injected, r.nv || r.nvccli};
+  if (::access("/bin/sh", X_OK) != 0) exec_without_shell(r, script_input, environment_files);
   if (r.action == "exec") {
-    // Returns only when the image's shell has to run the action script after all.
     std::string why;
-    exec_in_process(script_input, r.args, &why, environment_files);
+    if (std::optional<DirectExec> direct = direct_exec(script_input, r.args, &why, environment_files)) {
+      execute(direct->program, r.args, direct->env);
+      why = "executing " + direct->program + ": " + std::strerror(errno);  // the script may still run it
+    }
     if (r.debug) std::cerr << "capsa: the action runs through /bin/sh: " << why << "\n";
   }
-  std::vector<std::string> envp_strings = to_envp(env.process);
   std::vector<std::string> argv_strings = {"/bin/sh", "-c", action_script(script_input), r.action};
   argv_strings.insert(argv_strings.end(), r.args.begin(), r.args.end());
-  std::vector<char*> argv = c_strings(argv_strings), envp = c_strings(envp_strings);
-  // Nothing the container runs may gain privileges (setuid binaries in the image included).
-  ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
-  ::execve("/bin/sh", argv.data(), envp.data());
+  execute("/bin/sh", argv_strings, env.process);
   throw_errno("running /bin/sh in the container");
 }
 
@@ -238,12 +234,12 @@ void list_once(const std::string& dir) {
 }
 
 // The environment files read from the SIF itself, when nothing the container mounts can
-// cover them (a bind onto /.singularity.d/env/50-mine.sh must be seen).
-std::optional<EnvironmentFiles> environment_files_of(const OpenedSquashfs* sif, const std::vector<MountStep>& plan) {
-  if (sif == nullptr) return std::nullopt;
+// cover them (a bind onto /.singularity.d/env/50-mine.sh must be seen); else the tree.
+EnvironmentFiles environment_files_of(const OpenedSquashfs* sif, const std::vector<MountStep>& plan) {
+  if (sif == nullptr) return files_below("/");
   for (const MountStep& step : plan)
     if (step.target == "/" || step.target == "/.singularity.d" || step.target.rfind("/.singularity.d/", 0) == 0)
-      return std::nullopt;
+      return files_below("/");
   const squashfs::Reader* reader = sif->reader.get();
   EnvironmentFiles files;
   files.list = [reader](const std::string& dir) { return reader->list_directory(dir); };
@@ -367,7 +363,7 @@ void launch(const ActionRequest& r) {
   CallerAccount account = caller_account(mounts.home_destination);
   reading.join();
   if (read_failure) std::rethrow_exception(read_failure);
-  if (launcher.any()) warn_about_pmi_mismatch(launcher, image_ldso_cache);
+  warn_about_pmi_mismatch(launcher, image_ldso_cache);
   std::vector<std::pair<std::string, std::string>> files = {
       {"passwd", passwd_with_caller(image_passwd, account)}, {"group", group_with_caller(image_group, account)}};
 
@@ -377,8 +373,7 @@ void launch(const ActionRequest& r) {
   if (r.containall) enter_private_pid_and_ipc_namespaces();
 
   enter_working_directory(r.pwd.empty() ? mounts.cwd : r.pwd, !r.pwd.empty(), mounts.home_destination);
-  std::optional<EnvironmentFiles> environment_files = environment_files_of(sif ? &*sif : nullptr, plan);
-  exec_in_container(r, env, environment_files ? &*environment_files : nullptr);
+  exec_in_container(r, env, environment_files_of(sif ? &*sif : nullptr, plan));
 }
 
 }  // namespace capsa::runtime

@@ -12,7 +12,6 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include "runtime/container_root.hpp"
 #include "runtime/gpu/nvidia.hpp"
@@ -20,6 +19,7 @@
 #include "runtime/namespaces.hpp"
 #include "runtime/seccomp_fakeroot.hpp"
 #include "util/error.hpp"
+#include "util/find_executable.hpp"
 #include "util/fd.hpp"
 
 namespace capsa::runtime {
@@ -164,14 +164,8 @@ std::string value_of(const std::vector<std::string>& env, const std::string& nam
 std::string find_program(const std::string& name, const std::vector<std::string>& env) {
   if (name.find('/') != std::string::npos) return name;
   std::string path = value_of(env, "PATH");
-  if (path.empty()) path = kDefaultPath;
-  std::stringstream dirs(path);
-  std::string dir;
-  while (std::getline(dirs, dir, ':')) {
-    std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
-    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
-  }
-  return name;  // execve reports ENOENT
+  std::string found = find_executable(name, path.empty() ? kDefaultPath : path, RelativeEntries::Search);
+  return found.empty() ? name : found;  // execve reports ENOENT
 }
 
 // In the child: mounts, pivot_root, seccomp (emulated), exec. Never returns.

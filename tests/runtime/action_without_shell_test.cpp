@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "image/container_scripts.hpp"
+#include "runtime/action_in_process.hpp"
 #include "support/process.hpp"
 #include "support/temp_dir.hpp"
 #include "util/error.hpp"
@@ -29,29 +31,41 @@ TEST(ActionWithoutShell, WordsAsPullWritesThem) {
   EXPECT_FALSE(expand_shell_word("a b", {}, &value)) << "two words";
 }
 
-TEST(ActionWithoutShell, EnvironmentFilesInOrderThenInjected) {
+// The action script's rules, read leniently: what needs a shell is left out, the rest is
+// what an image with a shell gets (set-aside host values, PATH defaults, injection after
+// 99-base.sh). ActionInProcess.* compares the strict reading with the real script.
+TEST(ActionWithoutShell, EnvironmentFilesFollowTheActionScriptsRules) {
   test::TempDir root;
   std::string env_dir = root / ".singularity.d/env";
-  ASSERT_EQ(test::run_process({"mkdir", "-p", env_dir}).exit_code, 0);
+  ASSERT_EQ(test::run_process({"mkdir", "-p", env_dir, root / "opt"}).exit_code, 0);
   root.write(".singularity.d/env/10-docker2singularity.sh",
              "#!/bin/sh\nexport PATH=\"/image/bin:/bin\"\nexport GREETING=\"${GREETING:-\"hi there\"}\"\n"
              "export HOSTSET=\"${HOSTSET:-\"image\"}\"\n");
   root.write(".singularity.d/env/90-environment.sh",
              "#!/bin/sh\nlocal_only=1\nexport FROM_LOCAL=\"x$local_only\"\n"
-             "if [ -n \"$NOPE\" ]; then\n  export CONDITIONAL=yes\nfi\nTOLD=later\nexport TOLD\nunset GONE\n");
-  root.write(".singularity.d/env/99-base.sh", "#!/bin/sh\n# emulated\n");
-  EnvMap env = environment_without_shell({{"HOSTSET", "host"}, {"PATH", "/default"}, {"GONE", "x"}},
-                                         {{"GREETING", "injected"}}, root.path());
-  EXPECT_EQ(env["PATH"], "/image/bin:/bin");
-  EXPECT_EQ(env["GREETING"], "injected") << "injected variables come last";
-  EXPECT_EQ(env["HOSTSET"], "host") << "${K:-V} keeps a value already set";
+             "if [ -n \"$NOPE\" ]; then\n  export CONDITIONAL=yes\nfi\nif [ -d /opt ]; then export HAS_OPT=yes; fi\n"
+             "export COMPUTED=$(date)\nwhile read line; do\n  export LOOPED=$line\ndone\n"
+             "if command -v x; then\n  export UNKNOWN_CONDITION=yes\nfi\nTOLD=later\nexport TOLD\nunset GONE\n");
+  root.write(".singularity.d/env/99-base.sh", std::string(image::scripts::kEnvFinal));
+  const EnvMap process = {{"HOSTSET", "host"}, {"PATH", "/default"}, {"GONE", "x"}, {"HOME", "/home/u"}};
+  const EnvMap injected = {{"GREETING", "injected"}};
+  EnvMap env = environment_without_shell({"exec", &process, &injected, false}, files_below(root.path()), root.path());
+  EXPECT_EQ(env["PATH"], "/image/bin:/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin")
+      << "the default entries the image's PATH lacks are appended";
+  EXPECT_EQ(env["GREETING"], "injected") << "injected after 99-base.sh";
+  EXPECT_EQ(env["HOSTSET"], "image") << "the image's scripts do not see the host's values";
+  EXPECT_EQ(env["GONE"], "x") << "the host's value comes back where the image left none";
   EXPECT_EQ(env["FROM_LOCAL"], "x1");
   EXPECT_EQ(env.count("local_only"), 0u) << "plain shell variables are not exported";
-  EXPECT_EQ(env.count("CONDITIONAL"), 0u) << "conditional code is not run";
-  EXPECT_EQ(env["TOLD"], "later");
-  EXPECT_EQ(env.count("GONE"), 0u);
+  EXPECT_EQ(env.count("CONDITIONAL"), 0u) << "a false condition";
+  EXPECT_EQ(env["HAS_OPT"], "yes") << "a true condition";
+  EXPECT_EQ(env.count("COMPUTED"), 0u) << "command substitution needs a shell: left out";
+  EXPECT_EQ(env.count("LOOPED"), 0u) << "a loop is left out whole";
+  EXPECT_EQ(env.count("UNKNOWN_CONDITION"), 0u) << "an if whose condition needs a shell is left out whole";
+  EXPECT_EQ(env["TOLD"], "later") << "what follows the left-out lines still applies";
   EXPECT_EQ(env["LD_LIBRARY_PATH"], "/.singularity.d/libs");
   EXPECT_EQ(env["PS1"], "Apptainer> ");
+  EXPECT_EQ(env["HOME"], "/home/u");
 }
 
 TEST(ActionWithoutShell, DockerRunscriptFollowsDockersRules) {

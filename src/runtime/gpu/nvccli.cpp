@@ -11,6 +11,7 @@
 
 #include "runtime/gpu/nvidia.hpp"
 #include "util/error.hpp"
+#include "util/find_executable.hpp"
 
 namespace capsa::runtime::gpu {
 namespace {
@@ -23,7 +24,7 @@ std::string host_env(const char* name) {
 }  // namespace
 
 std::string require_nvidia_container_cli(const std::string& host_path) {
-  std::string cli = find_on_path("nvidia-container-cli", host_path);
+  std::string cli = find_executable("nvidia-container-cli", host_path, RelativeEntries::Skip);
   if (cli.empty())
     throw Error("--nvccli needs nvidia-container-cli on PATH; install libnvidia-container-tools (or use --nv)");
   return cli;
@@ -54,7 +55,7 @@ std::vector<std::string> nvccli_argv(const NvccliRequest& r, const std::string& 
     } else if (!cap.empty()) {
       argv.push_back("--" + cap);
     }
-  std::string ldconfig = find_on_path("ldconfig", "/sbin:/usr/sbin:/usr/bin:/bin");
+  std::string ldconfig = find_executable("ldconfig", "/sbin:/usr/sbin:/usr/bin:/bin", RelativeEntries::Skip);
   if (!ldconfig.empty()) argv.push_back("--ldconfig=@" + ldconfig);
   argv.push_back(rootfs);
   return argv;

@@ -12,6 +12,7 @@
 #include "runtime/gpu/ldso_cache.hpp"
 #include "runtime/gpu/nvliblist.hpp"
 #include "util/error.hpp"
+#include "util/find_executable.hpp"
 #include "util/fd.hpp"
 
 namespace capsa::runtime::gpu {
@@ -81,30 +82,13 @@ void add_devices(const std::string& dev_dir, NvidiaPlan& plan) {
 
 }  // namespace
 
-std::string find_on_path(const std::string& name, const std::string& path) {
-  std::size_t start = 0;
-  while (start <= path.size()) {
-    std::size_t end = path.find(':', start);
-    if (end == std::string::npos) end = path.size();
-    std::string dir = path.substr(start, end - start);
-    if (!dir.empty() && dir[0] == '/') {
-      std::string candidate = dir + "/" + name;
-      struct stat st {};
-      if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(candidate.c_str(), X_OK) == 0)
-        return candidate;
-    }
-    start = end + 1;
-  }
-  return "";
-}
-
 NvidiaPlan plan_nvidia(const NvidiaRequest& r) {
   NvidiaPlan plan;
   DriverFileList list = parse_driver_file_list(read_whole_file(r.list_path));
   add_libraries(list.libraries, read_cache(r.cache_path, plan), plan);
   std::size_t programs = 0;
   for (const std::string& name : list.binaries)
-    if (std::string found = find_on_path(name, r.host_path); !found.empty()) {
+    if (std::string found = find_executable(name, r.host_path, RelativeEntries::Skip); !found.empty()) {
       plan.steps.push_back(read_only_file(found, "/usr/bin/" + name));
       ++programs;
     }

@@ -32,7 +32,4 @@ NvidiaPlan plan_nvidia(const NvidiaRequest& request);
 // The request for this host: the installed list, CAPSA_LDSO_CACHE, PATH, CAPSA_DEV_DIR.
 NvidiaRequest host_nvidia_request(bool contain);
 
-// The first executable `name` in the colon-separated `path`, or "".
-std::string find_on_path(const std::string& name, const std::string& path);
-
 }  // namespace capsa::runtime::gpu

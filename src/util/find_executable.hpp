@@ -1,0 +1,16 @@
+#pragma once
+// Looking a program up in a colon-separated PATH list: the first regular file with
+// execute permission, "" when there is none.
+#include <string>
+
+namespace capsa {
+
+enum class RelativeEntries {
+  Search,  // as execvp does: an empty entry is the working directory, relative ones count
+  Skip,    // only absolute directories (the host's tools found for a container: a
+           // relative entry would depend on wherever capsa was started)
+};
+
+std::string find_executable(const std::string& name, const std::string& path_list, RelativeEntries relative);
+
+}  // namespace capsa

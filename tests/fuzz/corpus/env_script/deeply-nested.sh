@@ -1,0 +1,122 @@
+if true; then
+if true; then
+if true; then
+if true; then
+if true; then
+if true; then
+if true; then
+if true; then
+if true; then
+if true; then
+if true; then
+if true; then
+if true; then
+if true; then
+if true; then
+if true; then
+if true; then
+if true; then
+if true; then
+if true; then
+if true; then
+if true; then
+if true; then
+if true; then
+if true; then
+if true; then
+if true; then
+if true; then
+if true; then
+if true; then
+if true; then
+if true; then
+if true; then
+if true; then
+if true; then
+if true; then
+if true; then
+if true; then
+if true; then
+if true; then
+if true; then
+if true; then
+if true; then
+if true; then
+if true; then
+if true; then
+if true; then
+if true; then
+if true; then
+if true; then
+if true; then
+if true; then
+if true; then
+if true; then
+if true; then
+if true; then
+if true; then
+if true; then
+if true; then
+if true; then
+export A=1
+fi
+fi
+fi
+fi
+fi
+fi
+fi
+fi
+fi
+fi
+fi
+fi
+fi
+fi
+fi
+fi
+fi
+fi
+fi
+fi
+fi
+fi
+fi
+fi
+fi
+fi
+fi
+fi
+fi
+fi
+fi
+fi
+fi
+fi
+fi
+fi
+fi
+fi
+fi
+fi
+fi
+fi
+fi
+fi
+fi
+fi
+fi
+fi
+fi
+fi
+fi
+fi
+fi
+fi
+fi
+fi
+fi
+fi
+fi
+fi
+
