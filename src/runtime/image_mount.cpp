@@ -12,7 +12,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <memory>
 #include <vector>
 
 #include "runtime/loop_device.hpp"
@@ -121,9 +120,9 @@ void mount_with_squashfuse(const SquashfsLocation& image, const std::string& tar
 
 void mount_with_builtin_server(const SquashfsLocation& image, const std::string& target, bool wait) {
   // Opened and checked before anything is mounted, so a broken image is reported here.
-  auto server = std::make_shared<squashfs::FuseImage>(image.file, image.offset, image.size);
+  squashfs::FuseImage server(image.file, image.offset, image.size);
   UniqueFd fuse = mount_fuse(target, "capsa");
-  start_server(std::move(fuse), image, target, "capsa", wait, [&](int fd) { return server->serve(fd); });
+  start_server(std::move(fuse), image, target, "capsa", wait, [&](int fd) { return server.serve(fd); });
 }
 
 }  // namespace

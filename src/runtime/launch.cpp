@@ -10,7 +10,6 @@
 
 #include <cerrno>
 #include <climits>
-#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <cstdlib>
@@ -97,7 +96,7 @@ OpenedSquashfs open_squashfs(const std::string& path) {
   std::unique_ptr<squashfs::Reader> reader;
   try {
     reader = std::make_unique<squashfs::Reader>(image.fd(), location.offset, location.size, path + ": primary partition");
-    if (!reader->list_directory("/")) throw FormatError(path + ": primary partition: the root is not a directory");
+    reader->list_directory("/");  // the root's listing: a cheap check of the directory table
   } catch (const FormatError& e) {
     throw FormatError(std::string(e.what()) + " (the image is damaged or incomplete: copy, pull or build it again)");
   }
@@ -117,8 +116,8 @@ std::string read_from_image(const OpenedSquashfs* sif, const std::string& sandbo
 
 // --writable on a SIF: Apptainer writes to an ext3 overlay partition inside the file and
 // refuses a SIF without one; capsa does not mount those partitions (yet), so both end here.
-[[noreturn]] void refuse_writable_sif(const std::string& path) {
-  sif::Image image = sif::Image::open(path);
+[[noreturn]] void refuse_writable_sif(const sif::Image& image) {
+  const std::string& path = image.path();
   for (const sif::Descriptor& d : image.objects())
     if (d.data_type == sif::DataType::Partition && d.partition().part_type == sif::PartType::Overlay)
       throw Error(path + ": --writable would write to the SIF's overlay partition, which capsa does not support yet "
@@ -277,7 +276,7 @@ void launch(const ActionRequest& r) {
     std::cerr << "WARNING: Disabling --writable-tmpfs flag, mutually exclusive with --writable\n";  // Apptainer's words
     writable_tmpfs = false;
   }
-  if (r.writable && !sandbox) refuse_writable_sif(image);
+  if (r.writable && !sandbox) refuse_writable_sif(sif->image);
 
   MountRequest mounts;
   mounts.home_source = caller_home();

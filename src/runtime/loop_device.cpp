@@ -83,7 +83,6 @@ LoopDevice find_shared(const struct stat& backing, std::uint64_t offset, std::ui
     if (!maps(info, backing, offset, size)) continue;
     found.fd = std::move(fd);
     found.path = path;
-    found.shared = true;
     break;
   }
   return found;

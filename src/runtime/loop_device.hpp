@@ -15,7 +15,6 @@ namespace capsa::runtime {
 struct LoopDevice {
   UniqueFd fd;        // keeps the device attached until the mount holds it
   std::string path;   // /dev/loopN
-  bool shared = false;  // true: another container's device, reused
 };
 
 // The machine offers no loop device at all (no loop module, no /dev/loop-control inside

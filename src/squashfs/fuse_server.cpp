@@ -24,7 +24,6 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <iostream>
 #include <limits>
 #include <list>
 #include <mutex>
@@ -316,8 +315,9 @@ struct FuseImage::Impl {
 
   void open();
   NodeRef node(std::uint64_t ref);
-  NodeRef node_of(fuse_ino_t ino) { return node(ino == FUSE_ROOT_ID ? root_ref : ino - kInodeRefBias); }
+  NodeRef node_of(fuse_ino_t ino) { return node(ref_of(ino)); }
   fuse_ino_t ino_of(std::uint64_t ref) const { return ref == root_ref ? FUSE_ROOT_ID : ref + kInodeRefBias; }
+  std::uint64_t ref_of(fuse_ino_t ino) const { return ino == FUSE_ROOT_ID ? root_ref : ino - kInodeRefBias; }
   ListingRef listing(std::uint64_t ref, const Node& dir);
   Block block(std::uint64_t position, std::uint32_t size_word, std::size_t expected);
   std::vector<Piece> read(const Node& file, std::uint64_t offset, std::size_t size);
@@ -549,7 +549,7 @@ void op_lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
   answer(req, [&](FuseImage::Impl& image) {
     NodeRef dir = image.node_of(parent);
     if (!is_dir(*dir->inode)) throw RequestError{ENOTDIR};
-    std::uint64_t dir_ref = parent == FUSE_ROOT_ID ? image.root_ref : parent - kInodeRefBias;
+    std::uint64_t dir_ref = image.ref_of(parent);
     ListingRef entries = image.listing(dir_ref, *dir);
     std::string_view wanted(name);
     auto it = std::lower_bound(entries->begin(), entries->end(), wanted,
@@ -591,15 +591,13 @@ ListingRef listing_of(FuseImage::Impl& image, fuse_ino_t ino, const fuse_file_in
   if (fi != nullptr && fi->fh != 0) return *reinterpret_cast<ListingRef*>(fi->fh);
   NodeRef dir = image.node_of(ino);
   if (!is_dir(*dir->inode)) throw RequestError{ENOTDIR};
-  return image.listing(ino == FUSE_ROOT_ID ? image.root_ref : ino - kInodeRefBias, *dir);
+  return image.listing(image.ref_of(ino), *dir);
 }
 
 void op_opendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   answer(req, [&](FuseImage::Impl& image) {
     if (image.opendirs_without_asking) throw RequestError{ENOSYS};  // a success: see opendirs_without_asking
-    NodeRef dir = image.node_of(ino);
-    if (!is_dir(*dir->inode)) throw RequestError{ENOTDIR};
-    auto held = std::make_unique<ListingRef>(image.listing(ino == FUSE_ROOT_ID ? image.root_ref : ino - kInodeRefBias, *dir));
+    auto held = std::make_unique<ListingRef>(listing_of(image, ino, nullptr));
     fi->fh = reinterpret_cast<std::uint64_t>(held.get());
     fi->cache_readdir = 1;
     fi->keep_cache = 1;

@@ -238,9 +238,8 @@ InodePtr Reader::Impl::lookup(const sqfs_inode_generic_t& dir, const std::string
                               const std::string& path) const {
   std::optional<std::uint64_t> found;
   for_each_entry(dir, path, [&](std::string entry, std::uint64_t ref) {
-    if (entry != name) return true;
-    found = ref;
-    return false;
+    if (entry == name) found = ref;
+    return entry < name;  // entries are stored in byte order: past the name, it is not there
   });
   if (!found) return nullptr;
   return read_inode(*found, path);
