@@ -26,6 +26,7 @@
 #include "sif/writer.hpp"
 #include "squashfs/pack.hpp"
 #include "util/error.hpp"
+#include "util/fd.hpp"
 #include "util/interrupt.hpp"
 
 namespace capsa::build {
@@ -38,14 +39,6 @@ enum class SourceKind { Definition, Docker, Image, Sandbox };
 bool exists(const std::string& path) {
   struct stat st {};
   return ::lstat(path.c_str(), &st) == 0;
-}
-
-std::string read_whole_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw SystemError("read " + path, errno);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
 }
 
 // SIF (the magic in the first 2048 bytes, as Apptainer looks for it) or bare squashfs.

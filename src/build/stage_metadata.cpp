@@ -7,9 +7,7 @@
 
 #include <cerrno>
 #include <ctime>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -18,6 +16,7 @@
 #include "image/container_scripts.hpp"
 #include "runtime/container_root.hpp"
 #include "util/error.hpp"
+#include "util/fd.hpp"
 
 namespace capsa::build {
 namespace {
@@ -29,31 +28,29 @@ bool exists(const std::string& path) {
   return ::lstat(path.c_str(), &st) == 0;
 }
 
+// A file the base image may lack (labels.json) reads as empty.
 std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
+  try {
+    return read_whole_file(path);
+  } catch (const SystemError& e) {
+    if (e.errno_value() == ENOENT) return {};
+    throw;
+  }
 }
 
 // Replaces whatever is at `path` (a symlink is replaced, never followed).
 void write_text(const std::string& path, const std::string& content, mode_t mode) {
   if (::unlink(path.c_str()) != 0 && errno != ENOENT) throw_errno("replace " + path);
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
-  if (fd < 0) throw_errno("create " + path);
-  std::size_t done = 0;
-  while (done < content.size()) {
-    ssize_t n = ::write(fd, content.data() + done, content.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int saved = errno;
-      ::close(fd);
-      throw SystemError("write " + path, saved);
-    }
-    done += static_cast<std::size_t>(n);
+  int raw = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+  if (raw < 0) throw_errno("create " + path);
+  UniqueFd fd(raw);
+  try {
+    write_all(fd.get(), std::span(reinterpret_cast<const std::uint8_t*>(content.data()), content.size()));
+  } catch (const SystemError& e) {
+    throw SystemError("write " + path, e.errno_value());
   }
-  ::fchmod(fd, mode);  // not narrowed by the umask
-  if (::close(fd) != 0) throw_errno("close " + path);
+  ::fchmod(fd.get(), mode);  // not narrowed by the umask
+  if (::close(fd.release()) != 0) throw_errno("close " + path);
 }
 
 void make_directory(const std::string& path, mode_t mode) {
