@@ -248,12 +248,13 @@ void write_sandbox(Context& ctx, const std::string& rootfs, const std::string& t
   if (::rename(rootfs.c_str(), target.c_str()) != 0) throw_errno("move the sandbox to " + target);
 }
 
-std::string build_from_definition(Context& ctx, const std::string& work) {
+// `text` is the definition file as read once: parsed here, stored in the SIF by the caller.
+std::string build_from_definition(Context& ctx, const std::string& work, const std::string& text) {
   ParseOptions parse;
   parse.file_name = ctx.file;
   parse.build_args = ctx.options.build_args;
   parse.warn_unused_build_args = ctx.options.warn_unused_build_args;
-  ParseResult parsed = parse_definition(read_whole_file(ctx.file), parse);
+  ParseResult parsed = parse_definition(text, parse);
   for (const std::string& w : parsed.warnings) ctx.warnings.push_back(w);
   const Definition& def = parsed.definition;
   const auto& sections = ctx.options.sections;
@@ -343,8 +344,8 @@ BuildResult build(const BuildOptions& options, Progress& progress) {
   std::string deffile;
   switch (kind) {
     case SourceKind::Definition:
-      rootfs = build_from_definition(ctx, work.path());
       deffile = read_whole_file(options.source);
+      rootfs = build_from_definition(ctx, work.path(), deffile);
       break;
     case SourceKind::Docker: {
       BootstrapOptions boot;
