@@ -294,7 +294,7 @@ std::string build_from_definition(Context& ctx, const std::string& work, const s
     meta.base_reference = base.base_reference;
     meta.force = ctx.options.force;
     meta.sections = sections;
-    for (std::string& w : write_stage_metadata(ctx.mode, rootfs, stage, meta)) ctx.warnings.push_back(std::move(w));
+    write_stage_metadata(ctx.mode, rootfs, stage, meta);
 
     bool last = i + 1 == def.stages.size();
     if (last && stage.test.present && !ctx.options.notest && section_enabled(sections, "test"))

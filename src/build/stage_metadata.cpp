@@ -158,8 +158,8 @@ void prepare_base_layout(runtime::RootMode mode, const std::string& rootfs) {
   });
 }
 
-std::vector<std::string> write_stage_metadata(runtime::RootMode mode, const std::string& rootfs, const Stage& stage,
-                                              const StageContext& context) {
+void write_stage_metadata(runtime::RootMode mode, const std::string& rootfs, const Stage& stage,
+                          const StageContext& context) {
   const std::string dir = kDir;
   auto enabled = [&](const char* name) { return section_enabled(context.sections, name); };
   std::map<std::string, std::string> automatic = automatic_labels(stage, context);
@@ -206,7 +206,6 @@ std::vector<std::string> write_stage_metadata(runtime::RootMode mode, const std:
     }
     write_text(dir + "/Singularity", stage.text, 0644);
   });
-  return {};
 }
 
 void put_file_in_root(runtime::RootMode mode, const std::string& rootfs, const std::string& path,

@@ -115,8 +115,6 @@ void add_build_command(CLI::App& app) {
     build::BuildResult result;
     try {
       result = build::build(options_from(*flags), progress);
-    } catch (const build::BuildScriptError& e) {
-      throw Error("build: " + std::string(e.what()));
     } catch (const Error& e) {
       if (interrupt_signal() == 0) throw;
       std::cerr << "capsa: build interrupted by " << signal_name(interrupt_signal())
