@@ -13,19 +13,10 @@
 #include "pull/pull.hpp"
 #include "util/error.hpp"
 #include "util/interrupt.hpp"
+#include "util/path.hpp"
 
 namespace capsa::build {
 namespace {
-
-bool is_directory(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-bool exists(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0;
-}
 
 // A pull with --disable-cache, into a file of the build directory, in a child process.
 void pull_to_file(const pull::PullOptions& options, Progress::Mode mode) {
@@ -117,7 +108,8 @@ BootstrapResult bootstrap(const Stage& stage, const std::string& rootfs, const B
   } else if (agent == "localimage") {
     std::string from = stage.get("from");
     if (from.empty()) throw FormatError(at + "Bootstrap: localimage needs a From: header (expected a SIF or a sandbox)");
-    if (!exists(from)) throw Error(at + "From: " + from + ": no such image (expected a SIF file or a sandbox directory)");
+    if (!path_exists(from, FollowLinks::yes))
+      throw Error(at + "From: " + from + ": no such image (expected a SIF file or a sandbox directory)");
     if (is_directory(from)) copy_sandbox(options.mode, from, rootfs);
     else unpack_image(options.mode, from, rootfs);
   } else if (agent == "scratch") {

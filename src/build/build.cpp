@@ -28,6 +28,7 @@
 #include "util/error.hpp"
 #include "util/fd.hpp"
 #include "util/interrupt.hpp"
+#include "util/path.hpp"
 
 namespace capsa::build {
 namespace {
@@ -35,11 +36,6 @@ namespace {
 using runtime::RootMode;
 
 enum class SourceKind { Definition, Docker, Image, Sandbox };
-
-bool exists(const std::string& path) {
-  struct stat st {};
-  return ::lstat(path.c_str(), &st) == 0;
-}
 
 // SIF (the magic in the first 2048 bytes, as Apptainer looks for it) or bare squashfs.
 bool is_image_file(const std::string& path) {
@@ -58,12 +54,6 @@ SourceKind classify(const std::string& source) {
                 "a SIF or a sandbox directory)");
   if (S_ISDIR(st.st_mode)) return SourceKind::Sandbox;
   return is_image_file(source) ? SourceKind::Image : SourceKind::Definition;
-}
-
-std::string parent_directory(const std::string& path) {
-  auto slash = path.find_last_of('/');
-  if (slash == std::string::npos) return ".";
-  return slash == 0 ? "/" : path.substr(0, slash);
 }
 
 std::string temp_parent(const BuildOptions& options) {
@@ -244,7 +234,7 @@ void write_sif(Context& ctx, const std::string& rootfs, const std::string& targe
 }
 
 void write_sandbox(Context& ctx, const std::string& rootfs, const std::string& target) {
-  if (exists(target)) remove_tree(ctx.mode, target);
+  if (path_exists(target)) remove_tree(ctx.mode, target);
   if (::rename(rootfs.c_str(), target.c_str()) != 0) throw_errno("move the sandbox to " + target);
 }
 
@@ -309,7 +299,7 @@ std::string build_from_definition(Context& ctx, const std::string& work, const s
 BuildResult build(const BuildOptions& options, Progress& progress) {
   if (options.target.empty() || options.source.empty()) throw Error("build needs TARGET and SOURCE");
   const SourceKind kind = classify(options.source);
-  if (exists(options.target) && !options.force)
+  if (path_exists(options.target) && !options.force)
     throw Error("build target " + options.target + " already exists (use --force to replace it)");
   if (options.sandbox && options.target.ends_with(".sif"))
     std::cerr << "capsa: warning: --sandbox writes a directory, although " << options.target << " ends in .sif\n";
@@ -338,7 +328,7 @@ BuildResult build(const BuildOptions& options, Progress& progress) {
 
   // Everything else is made in a build directory, removed on every way out; a sandbox
   // target's one sits beside it so that the finished tree is renamed into place.
-  BuildDirectory work(options.sandbox ? parent_directory(options.target) : temp_parent(options),
+  BuildDirectory work(options.sandbox ? directory_of(options.target) : temp_parent(options),
                       options.sandbox ? ".capsa-build-" : "capsa-build-", ctx.mode);
   std::string rootfs = work / "rootfs";
   std::string deffile;

@@ -17,16 +17,12 @@
 #include "runtime/container_root.hpp"
 #include "util/error.hpp"
 #include "util/fd.hpp"
+#include "util/path.hpp"
 
 namespace capsa::build {
 namespace {
 
 constexpr const char* kDir = "/.singularity.d";
-
-bool exists(const std::string& path) {
-  struct stat st {};
-  return ::lstat(path.c_str(), &st) == 0;
-}
 
 // A file the base image may lack (labels.json) reads as empty.
 std::string read_text(const std::string& path) {
@@ -144,7 +140,7 @@ void prepare_base_layout(runtime::RootMode mode, const std::string& rootfs) {
       if (file.path == "/.singularity.d/runscript" || file.path == "/.singularity.d/labels.json" ||
           file.path == "/.singularity.d/Singularity" || file.path == "/.singularity.d/env/10-docker2singularity.sh")
         continue;
-      if (exists(file.path)) continue;
+      if (path_exists(file.path)) continue;
       switch (file.kind) {
         case image::ContainerFile::Kind::Directory: make_directory(file.path, file.mode); break;
         case image::ContainerFile::Kind::File: write_text(file.path, file.content, file.mode); break;
@@ -153,7 +149,7 @@ void prepare_base_layout(runtime::RootMode mode, const std::string& rootfs) {
           break;
       }
     }
-    if (!exists("/.singularity.d/env/91-environment.sh"))
+    if (!path_exists("/.singularity.d/env/91-environment.sh"))
       write_text("/.singularity.d/env/91-environment.sh", "", 0755);
   });
 }
@@ -167,7 +163,7 @@ void write_stage_metadata(runtime::RootMode mode, const std::string& rootfs, con
   in_chroot(mode, rootfs, "write /.singularity.d in " + rootfs, [&] {
     if (stage.runscript.present && enabled("runscript"))
       write_text(dir + "/runscript", script_file(stage.runscript), 0755);
-    else if (!exists(dir + "/runscript"))
+    else if (!path_exists(dir + "/runscript"))
       write_text(dir + "/runscript",
                  "#!/bin/sh\n\necho \"There is no runscript defined for this container\"\n", 0755);
     if (stage.startscript.present && enabled("startscript"))
@@ -177,7 +173,7 @@ void write_stage_metadata(runtime::RootMode mode, const std::string& rootfs, con
 
     if (stage.environment.present && enabled("environment")) {
       const std::string env = dir + "/env/90-environment.sh";
-      std::string text = exists(env) ? read_text(env) : std::string(image::scripts::kEnvEnvironment);
+      std::string text = path_exists(env) ? read_text(env) : std::string(image::scripts::kEnvEnvironment);
       if (!text.empty() && text.back() != '\n') text += '\n';
       write_text(env, text + stage.environment.body, 0755);
     }
@@ -197,10 +193,10 @@ void write_stage_metadata(runtime::RootMode mode, const std::string& rootfs, con
     }
 
     // An image built from an image keeps the earlier definitions, numbered, as Apptainer does.
-    if (exists(dir + "/Singularity")) {
+    if (path_exists(dir + "/Singularity")) {
       make_directory(dir + "/bootstrap_history", 0755);
       int n = 0;
-      while (exists(dir + "/bootstrap_history/Singularity" + std::to_string(n))) ++n;
+      while (path_exists(dir + "/bootstrap_history/Singularity" + std::to_string(n))) ++n;
       if (::rename((dir + "/Singularity").c_str(), (dir + "/bootstrap_history/Singularity" + std::to_string(n)).c_str()) != 0)
         throw_errno("move the earlier definition to bootstrap_history");
     }
