@@ -79,10 +79,6 @@ std::string pull_base_image(const std::string& reference, const BootstrapOptions
   return *pull.output;
 }
 
-void unpack_image(runtime::RootMode mode, const std::string& image, const std::string& rootfs) {
-  runtime::unpack_sandbox(image, rootfs, mode);
-}
-
 void copy_sandbox(runtime::RootMode mode, const std::string& from, const std::string& rootfs) {
   // cp: a tree copy that keeps links, modes and times is what coreutils does well. A
   // namespaced build cannot give files to host ids it does not map: they become root's.
@@ -103,7 +99,7 @@ BootstrapResult bootstrap(const Stage& stage, const std::string& rootfs, const B
   if (agent == "docker") {
     result.base_reference = docker_reference(stage, options.file);
     std::string sif = pull_base_image(result.base_reference, options);
-    unpack_image(options.mode, sif, rootfs);
+    runtime::unpack_sandbox(sif, rootfs, options.mode);
     if (options.disable_cache) ::unlink(sif.c_str());
   } else if (agent == "localimage") {
     std::string from = stage.get("from");
@@ -111,7 +107,7 @@ BootstrapResult bootstrap(const Stage& stage, const std::string& rootfs, const B
     if (!path_exists(from, FollowLinks::yes))
       throw Error(at + "From: " + from + ": no such image (expected a SIF file or a sandbox directory)");
     if (is_directory(from)) copy_sandbox(options.mode, from, rootfs);
-    else unpack_image(options.mode, from, rootfs);
+    else runtime::unpack_sandbox(from, rootfs, options.mode);
   } else if (agent == "scratch") {
     as_build_root(options.mode, "create " + rootfs, [&] {
       if (::mkdir(rootfs.c_str(), 0755) != 0) throw_errno("create " + rootfs);
