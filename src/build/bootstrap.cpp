@@ -1,13 +1,7 @@
 #include "build/bootstrap.hpp"
 
-#include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
-
-#include <cerrno>
-#include <csignal>
-#include <cstdio>
 
 #include "build/host_ops.hpp"
 #include "pull/pull.hpp"
@@ -17,33 +11,6 @@
 
 namespace capsa::build {
 namespace {
-
-// A pull with --disable-cache, into a file of the build directory, in a child process.
-void pull_to_file(const pull::PullOptions& options, Progress::Mode mode) {
-  std::fflush(nullptr);
-  pid_t pid = ::fork();
-  if (pid < 0) throw_errno("fork");
-  if (pid == 0) {
-    int status = 0;
-    install_interrupt_handlers();
-    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-    try {
-      Progress progress(mode);
-      pull::pull(options, progress);
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "capsa: error: %s\n", e.what());
-      status = interrupt_signal() != 0 ? 128 + interrupt_signal() : 1;
-    }
-    std::fflush(nullptr);
-    ::_exit(status);
-  }
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  throw_if_interrupted();
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    throw Error("could not get " + options.reference + " (see the message above)");
-}
 
 std::string docker_reference(const Stage& stage, const std::string& file) {
   std::string from = stage.get("from");
@@ -64,18 +31,17 @@ std::string pull_base_image(const std::string& reference, const BootstrapOptions
   pull::PullOptions pull;
   pull.reference = "docker://" + reference;
   pull.nohttps = options.nohttps;
-  if (!options.disable_cache) {
-    try {
-      return pull::cached_sif_in_subprocess(pull, options.progress);
-    } catch (const Error&) {
-      throw_if_interrupted();
-      throw;
-    }
+  try {
+    if (!options.disable_cache) return pull::cached_sif_in_subprocess(pull, options.progress);
+    pull.disable_cache = true;
+    pull.force = true;
+    pull.output = options.work_dir + "/base.sif";
+    pull::pull_in_subprocess(pull, options.progress);
+  } catch (const Error&) {
+    throw_if_interrupted();
+    throw;
   }
-  pull.disable_cache = true;
-  pull.force = true;
-  pull.output = options.work_dir + "/base.sif";
-  pull_to_file(pull, options.progress);
+  throw_if_interrupted();
   return *pull.output;
 }
 
