@@ -1,58 +1,16 @@
 #include "build/bootstrap.hpp"
 
-#include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
-
-#include <cerrno>
-#include <csignal>
-#include <cstdio>
 
 #include "build/host_ops.hpp"
 #include "pull/pull.hpp"
 #include "util/error.hpp"
 #include "util/interrupt.hpp"
+#include "util/path.hpp"
 
 namespace capsa::build {
 namespace {
-
-bool is_directory(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-bool exists(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0;
-}
-
-// A pull with --disable-cache, into a file of the build directory, in a child process.
-void pull_to_file(const pull::PullOptions& options, Progress::Mode mode) {
-  std::fflush(nullptr);
-  pid_t pid = ::fork();
-  if (pid < 0) throw_errno("fork");
-  if (pid == 0) {
-    int status = 0;
-    install_interrupt_handlers();
-    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-    try {
-      Progress progress(mode);
-      pull::pull(options, progress);
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "capsa: error: %s\n", e.what());
-      status = interrupt_signal() != 0 ? 128 + interrupt_signal() : 1;
-    }
-    std::fflush(nullptr);
-    ::_exit(status);
-  }
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  throw_if_interrupted();
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    throw Error("could not get " + options.reference + " (see the message above)");
-}
 
 std::string docker_reference(const Stage& stage, const std::string& file) {
   std::string from = stage.get("from");
@@ -73,23 +31,18 @@ std::string pull_base_image(const std::string& reference, const BootstrapOptions
   pull::PullOptions pull;
   pull.reference = "docker://" + reference;
   pull.nohttps = options.nohttps;
-  if (!options.disable_cache) {
-    try {
-      return pull::cached_sif_in_subprocess(pull, options.progress);
-    } catch (const Error&) {
-      throw_if_interrupted();
-      throw;
-    }
+  try {
+    if (!options.disable_cache) return pull::cached_sif_in_subprocess(pull, options.progress);
+    pull.disable_cache = true;
+    pull.force = true;
+    pull.output = options.work_dir + "/base.sif";
+    pull::pull_in_subprocess(pull, options.progress);
+  } catch (const Error&) {
+    throw_if_interrupted();
+    throw;
   }
-  pull.disable_cache = true;
-  pull.force = true;
-  pull.output = options.work_dir + "/base.sif";
-  pull_to_file(pull, options.progress);
+  throw_if_interrupted();
   return *pull.output;
-}
-
-void unpack_image(runtime::RootMode mode, const std::string& image, const std::string& rootfs) {
-  runtime::unpack_sandbox(image, rootfs, mode);
 }
 
 void copy_sandbox(runtime::RootMode mode, const std::string& from, const std::string& rootfs) {
@@ -112,14 +65,15 @@ BootstrapResult bootstrap(const Stage& stage, const std::string& rootfs, const B
   if (agent == "docker") {
     result.base_reference = docker_reference(stage, options.file);
     std::string sif = pull_base_image(result.base_reference, options);
-    unpack_image(options.mode, sif, rootfs);
+    runtime::unpack_sandbox(sif, rootfs, options.mode);
     if (options.disable_cache) ::unlink(sif.c_str());
   } else if (agent == "localimage") {
     std::string from = stage.get("from");
     if (from.empty()) throw FormatError(at + "Bootstrap: localimage needs a From: header (expected a SIF or a sandbox)");
-    if (!exists(from)) throw Error(at + "From: " + from + ": no such image (expected a SIF file or a sandbox directory)");
+    if (!path_exists(from, FollowLinks::yes))
+      throw Error(at + "From: " + from + ": no such image (expected a SIF file or a sandbox directory)");
     if (is_directory(from)) copy_sandbox(options.mode, from, rootfs);
-    else unpack_image(options.mode, from, rootfs);
+    else runtime::unpack_sandbox(from, rootfs, options.mode);
   } else if (agent == "scratch") {
     as_build_root(options.mode, "create " + rootfs, [&] {
       if (::mkdir(rootfs.c_str(), 0755) != 0) throw_errno("create " + rootfs);

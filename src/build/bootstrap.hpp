@@ -27,8 +27,6 @@ struct BootstrapResult {
 // Fills `rootfs` (which must not exist yet) for `stage`.
 BootstrapResult bootstrap(const Stage& stage, const std::string& rootfs, const BootstrapOptions& options);
 
-// Unpacks a SIF or squashfs image into `rootfs` (must not exist) as the build's root.
-void unpack_image(runtime::RootMode mode, const std::string& image, const std::string& rootfs);
 // Copies a sandbox directory into `rootfs` (must not exist) as the build's root.
 void copy_sandbox(runtime::RootMode mode, const std::string& from, const std::string& rootfs);
 

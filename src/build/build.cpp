@@ -26,7 +26,9 @@
 #include "sif/writer.hpp"
 #include "squashfs/pack.hpp"
 #include "util/error.hpp"
+#include "util/fd.hpp"
 #include "util/interrupt.hpp"
+#include "util/path.hpp"
 
 namespace capsa::build {
 namespace {
@@ -34,19 +36,6 @@ namespace {
 using runtime::RootMode;
 
 enum class SourceKind { Definition, Docker, Image, Sandbox };
-
-bool exists(const std::string& path) {
-  struct stat st {};
-  return ::lstat(path.c_str(), &st) == 0;
-}
-
-std::string read_whole_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw SystemError("read " + path, errno);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
 
 // SIF (the magic in the first 2048 bytes, as Apptainer looks for it) or bare squashfs.
 bool is_image_file(const std::string& path) {
@@ -67,21 +56,12 @@ SourceKind classify(const std::string& source) {
   return is_image_file(source) ? SourceKind::Image : SourceKind::Definition;
 }
 
-std::string parent_directory(const std::string& path) {
-  auto slash = path.find_last_of('/');
-  if (slash == std::string::npos) return ".";
-  return slash == 0 ? "/" : path.substr(0, slash);
-}
-
 std::string temp_parent(const BuildOptions& options) {
   if (!options.tmpdir.empty()) return options.tmpdir;
   for (const char* name : {"APPTAINER_TMPDIR", "SINGULARITY_TMPDIR", "TMPDIR"})
     if (const char* value = std::getenv(name); value != nullptr && *value != '\0') return value;
   return "/tmp";
 }
-
-// An image file's primary partition architecture in Go's naming; the host's otherwise.
-std::string build_architecture() { return oci::host_platform().architecture; }
 
 RootMode choose_root_mode(bool fakeroot) {
   // Root builds as root unless it asks for --fakeroot; anyone else builds with --fakeroot
@@ -154,11 +134,6 @@ struct Context {
   std::vector<std::string> warnings;
 };
 
-// Progress lines between the build's own output (none with --quiet).
-void say(const Context& ctx, const std::string& line) {
-  if (ctx.progress.mode() != Progress::Mode::Quiet) std::cerr << "capsa: " << line << "\n";
-}
-
 void run_setup(Context& ctx, const Stage& stage, const std::string& rootfs, const std::string& work) {
   const std::string where = ctx.file + ":" + std::to_string(stage.setup.line) + ": %setup";
   std::string shell = script_shell(stage.setup, where);
@@ -173,7 +148,7 @@ void run_setup(Context& ctx, const Stage& stage, const std::string& rootfs, cons
   for (const char* name : {"APPTAINER_ROOTFS", "SINGULARITY_ROOTFS"}) env.push_back(std::string(name) + "=" + rootfs);
   for (const char* name : {"APPTAINER_ENVIRONMENT", "SINGULARITY_ENVIRONMENT"})
     env.push_back(std::string(name) + "=" + rootfs + "/.singularity.d/env/91-environment.sh");
-  say(ctx, "running %setup on the host");
+  ctx.progress.note("capsa: running %setup on the host");
   int status = run_program_as_build_root(ctx.mode, {shell, "-e", script}, env);
   ::unlink(script.c_str());
   throw_if_interrupted();
@@ -183,19 +158,25 @@ void run_setup(Context& ctx, const Stage& stage, const std::string& rootfs, cons
                            status);
 }
 
-void run_post(Context& ctx, const Stage& stage, const std::string& rootfs) {
-  const std::string where = ctx.file + ":" + std::to_string(stage.post.line) + ": %post";
-  std::string shell = script_shell(stage.post, where);
-  put_file_in_root(ctx.mode, rootfs, "/.post.script", script_text(stage.post, ctx.file), 0755);
+// %post and %test: `argv` run in the container as the build's root, with the build's
+// environment, --bind and --nv. Returns its exit status.
+int run_in_build_container(const Context& ctx, const std::string& rootfs, std::vector<std::string> argv) {
   runtime::SandboxCommand command;
   command.rootfs = rootfs;
-  command.argv = {shell, "-e", "/.post.script"};
+  command.argv = std::move(argv);
   command.env = post_environment();
   command.binds = ctx.options.binds;
   command.mode = ctx.mode;
   command.nv = ctx.options.nv;
-  say(ctx, std::string("running %post as ") + runtime::root_mode_name(ctx.mode) + " in the container");
-  int status = runtime::run_in_sandbox(command);
+  return runtime::run_in_sandbox(command);
+}
+
+void run_post(Context& ctx, const Stage& stage, const std::string& rootfs) {
+  const std::string where = ctx.file + ":" + std::to_string(stage.post.line) + ": %post";
+  std::string shell = script_shell(stage.post, where);
+  put_file_in_root(ctx.mode, rootfs, "/.post.script", script_text(stage.post, ctx.file), 0755);
+  ctx.progress.note(std::string("capsa: running %post as ") + runtime::root_mode_name(ctx.mode) + " in the container");
+  int status = run_in_build_container(ctx, rootfs, {shell, "-e", "/.post.script"});
   throw_if_interrupted();
   remove_file_in_root(ctx.mode, rootfs, "/.post.script");
   if (status != 0)
@@ -205,20 +186,24 @@ void run_post(Context& ctx, const Stage& stage, const std::string& rootfs) {
 }
 
 void run_test(Context& ctx, const std::string& rootfs, const std::string& where) {
-  runtime::SandboxCommand command;
-  command.rootfs = rootfs;
-  command.argv = {"/bin/sh", "/.singularity.d/actions/test"};
-  command.env = post_environment();
-  command.binds = ctx.options.binds;
-  command.mode = ctx.mode;
-  command.nv = ctx.options.nv;
-  say(ctx, "running %test");
-  int status = runtime::run_in_sandbox(command);
+  ctx.progress.note("capsa: running %test");
+  int status = run_in_build_container(ctx, rootfs, {"/bin/sh", "/.singularity.d/actions/test"});
   throw_if_interrupted();
   if (status != 0)
     throw BuildScriptError(where + " failed with exit status " + std::to_string(status) +
                                "; no image was written (skip it with --notest)",
                            status);
+}
+
+BootstrapOptions bootstrap_options(const Context& ctx, const std::string& work) {
+  BootstrapOptions boot;
+  boot.mode = ctx.mode;
+  boot.work_dir = work;
+  boot.disable_cache = ctx.options.disable_cache;
+  boot.nohttps = ctx.options.nohttps;
+  boot.progress = ctx.progress.mode();
+  boot.file = ctx.file;
+  return boot;
 }
 
 // Packs `rootfs` into a SIF at `target` (temporary name + rename).
@@ -239,9 +224,9 @@ void write_sif(Context& ctx, const std::string& rootfs, const std::string& targe
 
   squashfs::PackOptions pack;
   pack.compression = ctx.options.compression;
-  say(ctx, "creating the SIF image " + target);
+  ctx.progress.note("capsa: creating the SIF image " + target);
   sif::PartitionSlot slot(target, create, {def, inspect},
-                          sif::partition_input("", sif::FsType::Squashfs, sif::PartType::PrimSys, build_architecture()));
+                          sif::partition_input("", sif::FsType::Squashfs, sif::PartType::PrimSys, oci::host_platform().architecture));
   // Owners as the container sees them: read inside the subid namespace, the caller's
   // recorded as root under emulation.
   std::uint64_t size = runtime::pack_sandbox(rootfs, slot.fd(), static_cast<std::uint64_t>(slot.offset()), ctx.mode, pack);
@@ -251,16 +236,17 @@ void write_sif(Context& ctx, const std::string& rootfs, const std::string& targe
 }
 
 void write_sandbox(Context& ctx, const std::string& rootfs, const std::string& target) {
-  if (exists(target)) remove_tree(ctx.mode, target);
+  if (path_exists(target)) remove_tree(ctx.mode, target);
   if (::rename(rootfs.c_str(), target.c_str()) != 0) throw_errno("move the sandbox to " + target);
 }
 
-std::string build_from_definition(Context& ctx, const std::string& work) {
+// `text` is the definition file as read once: parsed here, stored in the SIF by the caller.
+std::string build_from_definition(Context& ctx, const std::string& work, const std::string& text) {
   ParseOptions parse;
   parse.file_name = ctx.file;
   parse.build_args = ctx.options.build_args;
   parse.warn_unused_build_args = ctx.options.warn_unused_build_args;
-  ParseResult parsed = parse_definition(read_whole_file(ctx.file), parse);
+  ParseResult parsed = parse_definition(text, parse);
   for (const std::string& w : parsed.warnings) ctx.warnings.push_back(w);
   const Definition& def = parsed.definition;
   const auto& sections = ctx.options.sections;
@@ -271,15 +257,9 @@ std::string build_from_definition(Context& ctx, const std::string& work) {
     const Stage& stage = def.stages[i];
     rootfs = work + "/stage-" + std::to_string(i);
     std::string label = stage.name().empty() ? std::to_string(i + 1) : stage.name();
-    say(ctx, "stage " + label + ": bootstrap " + stage.bootstrap() +
-                 (stage.has("from") ? " from " + stage.get("from") : std::string()));
-    BootstrapOptions boot;
-    boot.mode = ctx.mode;
-    boot.work_dir = work;
-    boot.disable_cache = ctx.options.disable_cache;
-    boot.nohttps = ctx.options.nohttps;
-    boot.progress = ctx.progress.mode();
-    boot.file = ctx.file;
+    ctx.progress.note("capsa: stage " + label + ": bootstrap " + stage.bootstrap() +
+                      (stage.has("from") ? " from " + stage.get("from") : std::string()));
+    BootstrapOptions boot = bootstrap_options(ctx, work);
     BootstrapResult base = bootstrap(stage, rootfs, boot);
     throw_if_interrupted();
     prepare_base_layout(ctx.mode, rootfs);
@@ -294,13 +274,13 @@ std::string build_from_definition(Context& ctx, const std::string& work) {
     if (stage.post.present && section_enabled(sections, "post")) run_post(ctx, stage, rootfs);
 
     StageContext meta;
-    meta.architecture = build_architecture();
+    meta.architecture = oci::host_platform().architecture;
     meta.time = ctx.options.time;
     meta.capsa_version = ctx.options.capsa_version;
     meta.base_reference = base.base_reference;
     meta.force = ctx.options.force;
     meta.sections = sections;
-    for (std::string& w : write_stage_metadata(ctx.mode, rootfs, stage, meta)) ctx.warnings.push_back(std::move(w));
+    write_stage_metadata(ctx.mode, rootfs, stage, meta);
 
     bool last = i + 1 == def.stages.size();
     if (last && stage.test.present && !ctx.options.notest && section_enabled(sections, "test"))
@@ -315,7 +295,7 @@ std::string build_from_definition(Context& ctx, const std::string& work) {
 BuildResult build(const BuildOptions& options, Progress& progress) {
   if (options.target.empty() || options.source.empty()) throw Error("build needs TARGET and SOURCE");
   const SourceKind kind = classify(options.source);
-  if (exists(options.target) && !options.force)
+  if (path_exists(options.target) && !options.force)
     throw Error("build target " + options.target + " already exists (use --force to replace it)");
   if (options.sandbox && options.target.ends_with(".sif"))
     std::cerr << "capsa: warning: --sandbox writes a directory, although " << options.target << " ends in .sif\n";
@@ -344,27 +324,22 @@ BuildResult build(const BuildOptions& options, Progress& progress) {
 
   // Everything else is made in a build directory, removed on every way out; a sandbox
   // target's one sits beside it so that the finished tree is renamed into place.
-  BuildDirectory work(options.sandbox ? parent_directory(options.target) : temp_parent(options),
+  BuildDirectory work(options.sandbox ? directory_of(options.target) : temp_parent(options),
                       options.sandbox ? ".capsa-build-" : "capsa-build-", ctx.mode);
   std::string rootfs = work / "rootfs";
   std::string deffile;
   switch (kind) {
     case SourceKind::Definition:
-      rootfs = build_from_definition(ctx, work.path());
       deffile = read_whole_file(options.source);
+      rootfs = build_from_definition(ctx, work.path(), deffile);
       break;
     case SourceKind::Docker: {
-      BootstrapOptions boot;
-      boot.mode = ctx.mode;
-      boot.work_dir = work.path();
-      boot.disable_cache = options.disable_cache;
-      boot.nohttps = options.nohttps;
-      boot.progress = progress.mode();
-      unpack_image(ctx.mode, pull_base_image(options.source.substr(9), boot), rootfs);
+      runtime::unpack_sandbox(pull_base_image(options.source.substr(9), bootstrap_options(ctx, work.path())), rootfs,
+                              ctx.mode);
       break;
     }
     case SourceKind::Image:
-      unpack_image(ctx.mode, options.source, rootfs);
+      runtime::unpack_sandbox(options.source, rootfs, ctx.mode);
       deffile = "bootstrap: localimage\nfrom: " + options.source + "\n\n";
       break;
     case SourceKind::Sandbox:

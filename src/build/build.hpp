@@ -47,13 +47,12 @@ struct BuildResult {
 // no target, no temporary directory. A %post that fails throws BuildScriptError.
 BuildResult build(const BuildOptions& options, Progress& progress);
 
-class BuildScriptError : public Error {
+// The CLI exits with the script's status (as a shell would for a failed command); one
+// that does not fit an exit status (0, or above 255) exits 1.
+class BuildScriptError : public StatusError {
  public:
-  BuildScriptError(const std::string& message, int exit_status) : Error(message), exit_status_(exit_status) {}
-  int exit_status() const { return exit_status_; }
-
- private:
-  int exit_status_;
+  BuildScriptError(const std::string& message, int exit_status)
+      : StatusError(message, exit_status > 0 && exit_status <= 255 ? exit_status : 1) {}
 };
 
 }  // namespace capsa::build

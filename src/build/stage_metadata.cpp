@@ -7,9 +7,7 @@
 
 #include <cerrno>
 #include <ctime>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -18,42 +16,37 @@
 #include "image/container_scripts.hpp"
 #include "runtime/container_root.hpp"
 #include "util/error.hpp"
+#include "util/fd.hpp"
+#include "util/path.hpp"
 
 namespace capsa::build {
 namespace {
 
 constexpr const char* kDir = "/.singularity.d";
 
-bool exists(const std::string& path) {
-  struct stat st {};
-  return ::lstat(path.c_str(), &st) == 0;
-}
-
+// A file the base image may lack (labels.json) reads as empty.
 std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
+  try {
+    return read_whole_file(path);
+  } catch (const SystemError& e) {
+    if (e.errno_value() == ENOENT) return {};
+    throw;
+  }
 }
 
 // Replaces whatever is at `path` (a symlink is replaced, never followed).
 void write_text(const std::string& path, const std::string& content, mode_t mode) {
   if (::unlink(path.c_str()) != 0 && errno != ENOENT) throw_errno("replace " + path);
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
-  if (fd < 0) throw_errno("create " + path);
-  std::size_t done = 0;
-  while (done < content.size()) {
-    ssize_t n = ::write(fd, content.data() + done, content.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int saved = errno;
-      ::close(fd);
-      throw SystemError("write " + path, saved);
-    }
-    done += static_cast<std::size_t>(n);
+  int raw = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+  if (raw < 0) throw_errno("create " + path);
+  UniqueFd fd(raw);
+  try {
+    write_all(fd.get(), std::span(reinterpret_cast<const std::uint8_t*>(content.data()), content.size()));
+  } catch (const SystemError& e) {
+    throw SystemError("write " + path, e.errno_value());
   }
-  ::fchmod(fd, mode);  // not narrowed by the umask
-  if (::close(fd) != 0) throw_errno("close " + path);
+  ::fchmod(fd.get(), mode);  // not narrowed by the umask
+  if (::close(fd.release()) != 0) throw_errno("close " + path);
 }
 
 void make_directory(const std::string& path, mode_t mode) {
@@ -147,7 +140,7 @@ void prepare_base_layout(runtime::RootMode mode, const std::string& rootfs) {
       if (file.path == "/.singularity.d/runscript" || file.path == "/.singularity.d/labels.json" ||
           file.path == "/.singularity.d/Singularity" || file.path == "/.singularity.d/env/10-docker2singularity.sh")
         continue;
-      if (exists(file.path)) continue;
+      if (path_exists(file.path)) continue;
       switch (file.kind) {
         case image::ContainerFile::Kind::Directory: make_directory(file.path, file.mode); break;
         case image::ContainerFile::Kind::File: write_text(file.path, file.content, file.mode); break;
@@ -156,13 +149,13 @@ void prepare_base_layout(runtime::RootMode mode, const std::string& rootfs) {
           break;
       }
     }
-    if (!exists("/.singularity.d/env/91-environment.sh"))
+    if (!path_exists("/.singularity.d/env/91-environment.sh"))
       write_text("/.singularity.d/env/91-environment.sh", "", 0755);
   });
 }
 
-std::vector<std::string> write_stage_metadata(runtime::RootMode mode, const std::string& rootfs, const Stage& stage,
-                                              const StageContext& context) {
+void write_stage_metadata(runtime::RootMode mode, const std::string& rootfs, const Stage& stage,
+                          const StageContext& context) {
   const std::string dir = kDir;
   auto enabled = [&](const char* name) { return section_enabled(context.sections, name); };
   std::map<std::string, std::string> automatic = automatic_labels(stage, context);
@@ -170,7 +163,7 @@ std::vector<std::string> write_stage_metadata(runtime::RootMode mode, const std:
   in_chroot(mode, rootfs, "write /.singularity.d in " + rootfs, [&] {
     if (stage.runscript.present && enabled("runscript"))
       write_text(dir + "/runscript", script_file(stage.runscript), 0755);
-    else if (!exists(dir + "/runscript"))
+    else if (!path_exists(dir + "/runscript"))
       write_text(dir + "/runscript",
                  "#!/bin/sh\n\necho \"There is no runscript defined for this container\"\n", 0755);
     if (stage.startscript.present && enabled("startscript"))
@@ -180,7 +173,7 @@ std::vector<std::string> write_stage_metadata(runtime::RootMode mode, const std:
 
     if (stage.environment.present && enabled("environment")) {
       const std::string env = dir + "/env/90-environment.sh";
-      std::string text = exists(env) ? read_text(env) : std::string(image::scripts::kEnvEnvironment);
+      std::string text = path_exists(env) ? read_text(env) : std::string(image::scripts::kEnvEnvironment);
       if (!text.empty() && text.back() != '\n') text += '\n';
       write_text(env, text + stage.environment.body, 0755);
     }
@@ -200,16 +193,15 @@ std::vector<std::string> write_stage_metadata(runtime::RootMode mode, const std:
     }
 
     // An image built from an image keeps the earlier definitions, numbered, as Apptainer does.
-    if (exists(dir + "/Singularity")) {
+    if (path_exists(dir + "/Singularity")) {
       make_directory(dir + "/bootstrap_history", 0755);
       int n = 0;
-      while (exists(dir + "/bootstrap_history/Singularity" + std::to_string(n))) ++n;
+      while (path_exists(dir + "/bootstrap_history/Singularity" + std::to_string(n))) ++n;
       if (::rename((dir + "/Singularity").c_str(), (dir + "/bootstrap_history/Singularity" + std::to_string(n)).c_str()) != 0)
         throw_errno("move the earlier definition to bootstrap_history");
     }
     write_text(dir + "/Singularity", stage.text, 0644);
   });
-  return {};
 }
 
 void put_file_in_root(runtime::RootMode mode, const std::string& rootfs, const std::string& path,

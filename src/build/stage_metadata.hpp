@@ -33,9 +33,9 @@ void prepare_base_layout(runtime::RootMode mode, const std::string& rootfs);
 
 // After %post: runscript, startscript, test, runscript.help, env/90-environment.sh,
 // labels.json and the Singularity definition (an earlier one moves to bootstrap_history/).
-// Returns warnings (labels not replaced).
-std::vector<std::string> write_stage_metadata(runtime::RootMode mode, const std::string& rootfs, const Stage& stage,
-                                              const StageContext& context);
+// A label the base image has and --force does not replace is a warning printed by the child.
+void write_stage_metadata(runtime::RootMode mode, const std::string& rootfs, const Stage& stage,
+                          const StageContext& context);
 
 // Script file of %runscript/%startscript/%test: the section's own #! line or #!/bin/sh,
 // the section arguments appended to it, a blank line, the body.

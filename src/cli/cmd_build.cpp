@@ -1,6 +1,5 @@
 // `capsa build [FLAGS] TARGET SOURCE`: flags and environment as `apptainer build`.
 #include <cstdlib>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -12,6 +11,7 @@
 #include "cli/env_flags.hpp"
 #include "runtime/bind_spec.hpp"
 #include "util/error.hpp"
+#include "util/fd.hpp"
 #include "util/interrupt.hpp"
 
 namespace capsa::cli {
@@ -37,11 +37,7 @@ struct BuildFlags {
 };
 
 std::string read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("--build-arg-file " + path + ": cannot read it");
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
+  return with_context("--build-arg-file " + path, [&] { return read_whole_file(path); });
 }
 
 build::BuildOptions options_from(const BuildFlags& f) {
@@ -119,8 +115,6 @@ void add_build_command(CLI::App& app) {
     build::BuildResult result;
     try {
       result = build::build(options_from(*flags), progress);
-    } catch (const build::BuildScriptError& e) {
-      throw Error("build: " + std::string(e.what()));
     } catch (const Error& e) {
       if (interrupt_signal() == 0) throw;
       std::cerr << "capsa: build interrupted by " << signal_name(interrupt_signal())

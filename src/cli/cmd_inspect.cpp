@@ -1,6 +1,5 @@
 // `capsa inspect`: the metadata an image carries in /.singularity.d, read from the SIF's
 // squashfs partition without mounting it. Flags and output as `apptainer inspect`.
-#include <sys/stat.h>
 
 #include <iostream>
 #include <memory>
@@ -9,14 +8,10 @@
 #include "cli/commands.hpp"
 #include "image/metadata.hpp"
 #include "sif/image.hpp"
+#include "util/path.hpp"
 
 namespace capsa::cli {
 namespace {
-
-bool is_directory(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
 
 // A sandbox directory's metadata, only the sections `o` asks for (as read_metadata does).
 image::Metadata sandbox_metadata(const std::string& path, image::InspectOptions o) {

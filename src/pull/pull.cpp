@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -315,7 +316,12 @@ std::string cached_sif(const PullOptions& options, Progress& progress) {
   });
 }
 
-std::string cached_sif_in_subprocess(const PullOptions& options, Progress::Mode progress_mode) {
+namespace {
+
+// `work` (a pull) in a child process that reports the path it returns through a pipe.
+// Errors are printed by the child; this throws a short Error naming the image.
+std::string in_subprocess(const PullOptions& options, Progress::Mode progress_mode,
+                          const std::function<std::string(Progress&)>& work) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) throw_errno("pipe");
   UniqueFd read_end(fds[0]), write_end(fds[1]);
@@ -333,7 +339,7 @@ std::string cached_sif_in_subprocess(const PullOptions& options, Progress::Mode 
     if (::getppid() != parent) ::_exit(128 + SIGTERM);  // the parent died before prctl
     try {
       Progress progress(progress_mode);
-      std::string path = cached_sif(options, progress);
+      std::string path = work(progress);
       write_all(write_end.get(), std::span(reinterpret_cast<const std::uint8_t*>(path.data()), path.size()));
     } catch (const std::exception& e) {
       std::fprintf(stderr, "capsa: error: %s\n", e.what());
@@ -356,6 +362,16 @@ std::string cached_sif_in_subprocess(const PullOptions& options, Progress::Mode 
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || path.empty())
     throw Error("could not get " + options.reference + " (see the message above)");
   return path;
+}
+
+}  // namespace
+
+std::string cached_sif_in_subprocess(const PullOptions& options, Progress::Mode progress_mode) {
+  return in_subprocess(options, progress_mode, [&](Progress& progress) { return cached_sif(options, progress); });
+}
+
+void pull_in_subprocess(const PullOptions& options, Progress::Mode progress_mode) {
+  in_subprocess(options, progress_mode, [&](Progress& progress) { return pull(options, progress).output_path; });
 }
 
 }  // namespace capsa::pull

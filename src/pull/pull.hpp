@@ -45,4 +45,8 @@ std::string cached_sif(const PullOptions& options, Progress& progress);
 // Errors are printed by the child; this throws a short Error naming the image.
 std::string cached_sif_in_subprocess(const PullOptions& options, Progress::Mode progress_mode);
 
+// pull() (to options.output) done in a child process, for the same reason and with the
+// same errors.
+void pull_in_subprocess(const PullOptions& options, Progress::Mode progress_mode);
+
 }  // namespace capsa::pull

@@ -9,16 +9,11 @@
 #include <vector>
 
 #include "util/error.hpp"
+#include "util/path.hpp"
 
 namespace capsa {
 
 namespace {
-
-std::string directory_of(const std::string& path) {
-  auto slash = path.find_last_of('/');
-  if (slash == std::string::npos) return ".";
-  return slash == 0 ? "/" : path.substr(0, slash);
-}
 
 // Gives the open unnamed file `fd` the name `path` (EEXIST when taken). Through /proc,
 // which needs no privilege (AT_EMPTY_PATH would need CAP_DAC_READ_SEARCH).
