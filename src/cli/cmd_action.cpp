@@ -5,7 +5,6 @@
 #include <map>
 #include <memory>
 
-#include "cache/cache.hpp"
 #include "cli/commands.hpp"
 #include "cli/env_flags.hpp"
 #include "image/metadata.hpp"

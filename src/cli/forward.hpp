@@ -12,9 +12,8 @@ namespace capsa::cli {
 // Keeps argv for forward_to_full (called from the middle of a command's parsing).
 void remember_arguments(char** argv);
 
-// Whether the arguments (program name excluded) ask to run a local image: the lean
-// runner's own work. Global flags may come first.
-// The action the runner handles itself (exec, run, shell, test, run-help), or "".
+// The action the arguments (program name excluded) ask for when it is the lean runner's
+// own work (exec, run, shell, test, run-help), else "". Global flags may come first.
 std::string local_action(const std::vector<std::string>& args);
 
 // Replaces this process with capsa-full, with the remembered argv (argv[0] unchanged,
