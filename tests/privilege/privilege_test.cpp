@@ -53,9 +53,13 @@ struct Checks {
   }
 };
 
-// Runs `body` as the unprivileged test user; skips when there is none.
+// Runs `body` as the unprivileged test user. A missing test user fails the test: a skip
+// here would only leave this helper, and the test would pass having checked nothing
+// (scripts/test.sh always creates the user).
 void as_test_user(const std::function<bool(Checks&)>& body) {
-  if (::geteuid() == 0 && !test::test_user()) GTEST_SKIP() << "no test user (scripts/create-test-user.sh)";
+  if (::geteuid() == 0 && !test::test_user())
+    FAIL() << "no unprivileged test user " << (std::getenv("CAPSA_TEST_USER") ? std::getenv("CAPSA_TEST_USER") : "capsa-test")
+           << " (create it with scripts/create-test-user.sh)";
   int status = test::run_as_test_user([&] {
     Checks checks;
     return body(checks) && checks.report();
