@@ -39,19 +39,7 @@ using test::run_process;
 
 std::string busybox() { return test::sif_fixture("real/busybox_amd64.sif"); }
 
-// Collects failures in a child that runs as the test user (gtest assertions do not cross
-// the fork): `expect` notes, `report` prints them and says whether all held.
-struct Checks {
-  std::string failures;
-  bool expect(bool ok, const std::string& what) {
-    if (!ok) failures += "  " + what + "\n";
-    return ok;
-  }
-  bool report() const {
-    if (!failures.empty()) std::fprintf(stderr, "failed as the test user:\n%s", failures.c_str());
-    return failures.empty();
-  }
-};
+using Checks = test::ChildChecks;
 
 // Runs `body` as the unprivileged test user. A missing test user fails the test: a skip
 // here would only leave this helper, and the test would pass having checked nothing
