@@ -17,26 +17,19 @@ set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 packages=${*:-curl less vim-tiny python3-minimal}
 capsa="$root/build/src/cli/capsa"
-fixtures=/var/tmp/capsa-test-fixtures
 work=$(mktemp -d /var/tmp/capsa-bench-build.XXXXXX)
 chmod 0755 "$work"
 state="$work/registry"
-export CAPSA_TEST_REGISTRY_PLAIN_PORT=${CAPSA_TEST_REGISTRY_PLAIN_PORT:-5130} \
-       CAPSA_TEST_REGISTRY_TOKEN_PORT=${CAPSA_TEST_REGISTRY_TOKEN_PORT:-5131} \
-       CAPSA_TEST_REGISTRY_AUTH_PORT=${CAPSA_TEST_REGISTRY_AUTH_PORT:-5132} \
-       CAPSA_TEST_REGISTRY_BASIC_PORT=${CAPSA_TEST_REGISTRY_BASIC_PORT:-5133}
+. "$root/bench/lib.sh"
 cleanup() {
-  "$root/tests/registry/stop.sh" "$state" >/dev/null 2>&1 || true
+  registry_stop "$state"
   # The unprivileged build's files may belong to capsa-test's subordinate ids.
   rm -rf "$work"
 }
 trap cleanup EXIT
 
 [ "$(id -u)" -eq 0 ] || { echo "bench/build.sh: run as root" >&2; exit 1; }
-"$root/tests/fixtures/build-all.sh" "$fixtures" >/dev/null
-"$root/tests/registry/start.sh" "$state" "$fixtures" >/dev/null
-plain="127.0.0.1:$CAPSA_TEST_REGISTRY_PLAIN_PORT"
-tls="127.0.0.1:$CAPSA_TEST_REGISTRY_TOKEN_PORT"
+registry_start "$state" 5130
 
 cat > "$work/recipe.def" <<DEF
 Bootstrap: docker
@@ -53,27 +46,6 @@ FROM $tls/public/debian:bookworm
 RUN apt-get update -q && apt-get install -y -q --no-install-recommends $packages && rm -rf /var/lib/apt/lists/*
 DOCKER
 chmod -R a+rX "$work"
-
-fs_used() { df --output=used -B1 "$work" | tail -1 | tr -d ' '; }
-
-# run NAME OUTPUT COMMAND...: times COMMAND, samples disk use, records one result line.
-run() {
-  name=$1 output=$2
-  shift 2
-  sync
-  echo 3 > /proc/sys/vm/drop_caches
-  base=$(fs_used)
-  peak_file="$work/$name.peak"
-  echo 0 > "$peak_file"
-  ( while :; do used=$(fs_used); peak=$(cat "$peak_file"); [ "$used" -gt "$peak" ] && echo "$used" > "$peak_file"; sleep 0.2; done ) &
-  sampler=$!
-  /usr/bin/time -f "%e %U %S %M" -o "$work/$name.time" "$@" >"$work/$name.log" 2>&1 || { kill "$sampler"; echo "$name failed:"; tail -5 "$work/$name.log"; return 1; }
-  kill "$sampler"; wait "$sampler" 2>/dev/null || true
-  read -r wall user sys rss_kb < "$work/$name.time"
-  peak=$(( $(cat "$peak_file") - base ))
-  size=$(stat -c %s "$output")
-  echo "$name $wall $user $sys $rss_kb $peak $size" >> "$work/results"
-}
 
 capsa_env() { echo "CAPSA_CACHEDIR='$work/$1-cache' TMPDIR='$work/$1-tmp' APPTAINER_NOHTTPS=1"; }
 mkdir -p "$work/root-tmp" "$work/fakeroot-tmp" "$work/user-tmp" "$work/user-cache" "$work/user-out"

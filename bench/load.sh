@@ -31,12 +31,12 @@ readers=${3:-32}
 pulls=${4:-16}
 capsa=${CAPSA:-$root/build/src/cli/capsa}
 image_src=${IMAGE:-$root/../shared/fixtures/sif/real/busybox_amd64.sif}
-fixtures=/var/tmp/capsa-test-fixtures
 work=$(mktemp -d "${TMPDIR:-/var/tmp}/capsa-bench-load.XXXXXX")
 state="$work/registry"
+. "$root/bench/lib.sh"
 started_registry=0
 cleanup() {
-  [ "$started_registry" -eq 0 ] || "$root/tests/registry/stop.sh" "$state" >/dev/null 2>&1 || true
+  [ "$started_registry" -eq 0 ] || registry_stop "$state"
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -48,14 +48,9 @@ mkdir -p "$work/session" "$work/shared"
 registry=${REGISTRY:-}
 if [ -z "$registry" ] && [ "$pulls" -gt 0 ]; then
   if [ "$(id -u)" -eq 0 ]; then
-    export CAPSA_TEST_REGISTRY_PLAIN_PORT=${CAPSA_TEST_REGISTRY_PLAIN_PORT:-5124} \
-           CAPSA_TEST_REGISTRY_TOKEN_PORT=${CAPSA_TEST_REGISTRY_TOKEN_PORT:-5125} \
-           CAPSA_TEST_REGISTRY_AUTH_PORT=${CAPSA_TEST_REGISTRY_AUTH_PORT:-5126} \
-           CAPSA_TEST_REGISTRY_BASIC_PORT=${CAPSA_TEST_REGISTRY_BASIC_PORT:-5127}
-    "$root/tests/fixtures/build-all.sh" "$fixtures" >/dev/null
-    "$root/tests/registry/start.sh" "$state" "$fixtures" >/dev/null
     started_registry=1
-    registry="127.0.0.1:$CAPSA_TEST_REGISTRY_PLAIN_PORT"
+    registry_start "$state" 5124
+    registry="$plain"
   else
     echo "bench/load.sh: no REGISTRY given and not root: skipping the pulls" >&2
     pulls=0

@@ -13,41 +13,16 @@ set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 image=${1:-large}
 capsa="$root/build/src/cli/capsa"
-fixtures=/var/tmp/capsa-test-fixtures
 work=$(mktemp -d /var/tmp/capsa-bench-pull.XXXXXX)
 state="$work/registry"
-export CAPSA_TEST_REGISTRY_PLAIN_PORT=5120 CAPSA_TEST_REGISTRY_TOKEN_PORT=5121 \
-       CAPSA_TEST_REGISTRY_AUTH_PORT=5122 CAPSA_TEST_REGISTRY_BASIC_PORT=5123
-cleanup() { "$root/tests/registry/stop.sh" "$state" >/dev/null 2>&1 || true; rm -rf "$work"; }
+. "$root/bench/lib.sh"
+cleanup() { registry_stop "$state"; rm -rf "$work"; }
 trap cleanup EXIT
 
 [ "$(id -u)" -eq 0 ] || { echo "bench/pull.sh: run as root (umoci unpack and drop_caches need it)" >&2; exit 1; }
 export CAPSA_LARGE_FIXTURES=1
-"$root/tests/fixtures/build-all.sh" "$fixtures" >/dev/null
-"$root/tests/registry/start.sh" "$state" "$fixtures" >/dev/null
-plain="127.0.0.1:$CAPSA_TEST_REGISTRY_PLAIN_PORT"
+registry_start "$state" 5120
 ref="$plain/public/$image:latest"
-
-fs_used() { df --output=used -B1 "$work" | tail -1 | tr -d ' '; }
-
-# run NAME OUTPUT COMMAND...: times COMMAND, samples disk use, records one result line.
-run() {
-  name=$1 output=$2
-  shift 2
-  sync
-  echo 3 > /proc/sys/vm/drop_caches
-  base=$(fs_used)
-  peak_file="$work/$name.peak"
-  echo 0 > "$peak_file"
-  ( while :; do used=$(fs_used); peak=$(cat "$peak_file"); [ "$used" -gt "$peak" ] && echo "$used" > "$peak_file"; sleep 0.2; done ) &
-  sampler=$!
-  /usr/bin/time -f "%e %U %S %M" -o "$work/$name.time" "$@" >"$work/$name.log" 2>&1 || { kill "$sampler"; echo "$name failed:"; tail -5 "$work/$name.log"; return 1; }
-  kill "$sampler"; wait "$sampler" 2>/dev/null || true
-  read -r wall user sys rss_kb < "$work/$name.time"
-  peak=$(( $(cat "$peak_file") - base ))
-  size=$(stat -c %s "$output")
-  echo "$name $wall $user $sys $rss_kb $peak $size" >> "$work/results"
-}
 
 # Each pipeline is one shell command line, so that /usr/bin/time measures all of it.
 capsa_pull="CAPSA_CACHEDIR='$work/capsa-cache' '$capsa' pull -q --nohttps '$work/capsa.sif' 'docker://$ref'"

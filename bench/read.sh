@@ -29,7 +29,6 @@ drivers=${CAPSA_BENCH_DRIVERS:-kernel builtin squashfuse}
 [ "$(id -u)" -eq 0 ] || { echo "bench/read.sh: run as root (drop_caches, loop devices)" >&2; exit 1; }
 [ -x "$capsa" ] || { echo "bench/read.sh: build capsa first ($capsa)" >&2; exit 1; }
 id -u "$user" >/dev/null 2>&1 || { echo "bench/read.sh: user $user missing (scripts/create-test-user.sh)" >&2; exit 1; }
-home=$(getent passwd "$user" | cut -d: -f6)
 
 work=$(mktemp -d /var/tmp/capsa-bench-read-XXXXXX)
 fuse_mode=$(stat -c %a /dev/fuse)
@@ -43,8 +42,7 @@ chmod 755 "$work"
 chmod 666 /dev/fuse  # as distributions ship it
 
 as_user() {
-  setpriv --reuid="$user" --regid="$user" --init-groups --inh-caps=-all \
-    env HOME="$home" USER="$user" LOGNAME="$user" "$@"
+  "$root/tests/support/as-test-user" "$@"
 }
 
 echo "making the image: $files small files, one $large_mb MiB file ..." >&2

@@ -31,7 +31,7 @@ user=${CAPSA_TEST_USER:-capsa-test}
 [ "$(id -u)" -eq 0 ] || { echo "bench/start.sh: run as root" >&2; exit 1; }
 [ -x "$capsa" ] || { echo "bench/start.sh: build capsa first ($capsa)" >&2; exit 1; }
 command -v hyperfine >/dev/null || { echo "bench/start.sh: needs hyperfine" >&2; exit 1; }
-home=$(getent passwd "$user" | cut -d: -f6)
+id -u "$user" >/dev/null 2>&1 || { echo "bench/start.sh: test user $user missing (run scripts/create-test-user.sh as root)" >&2; exit 1; }
 
 work=$(mktemp -d /var/tmp/capsa-bench-start-XXXXXX)
 fuse_mode=$(stat -c %a /dev/fuse)
@@ -46,8 +46,7 @@ chmod 755 "$work"
 chmod 666 /dev/fuse  # as distributions ship it
 
 as_user() {
-  env -u CAPSA_FUSE setpriv --reuid="$user" --regid="$user" --init-groups --inh-caps=-all \
-    env HOME="$home" USER="$user" LOGNAME="$user" "$@"
+  env -u CAPSA_FUSE "$root/tests/support/as-test-user" "$@"
 }
 
 # The same bytes for everyone: the SIF for capsa, its squashfs partition for ch-run,
@@ -129,7 +128,7 @@ if [ $have_crun -eq 1 ]; then
     umount /sys/fs/cgroup/unified 2>/dev/null || true
     hyperfine -N --warmup 5 --runs $runs --export-json $work/crun-root.json --style none \
       -n 'crun (root)' 'crun --root $work/crun-root run --bundle $work/bundle bench-root' > /dev/null 2> $work/crun.log
-    setpriv --reuid=$user --regid=$user --init-groups --inh-caps=-all env HOME=$home USER=$user \
+    $root/tests/support/as-test-user \
       hyperfine -N --warmup 5 --runs $runs --export-json $work/user/crun-user.json --style none \
       -n 'crun (user, rootless)' 'crun --root $work/crun-user run --bundle $work/bundle-user bench-user' > /dev/null 2> $work/user/crun.log
   " || { cat "$work/crun.log" "$work/user/crun.log" >&2; echo "crun failed; left out" >&2; }

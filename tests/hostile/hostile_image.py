@@ -38,8 +38,11 @@ import os
 import subprocess
 import sys
 import tarfile
-import urllib.request
 import zlib
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from registry_push import push_blob, request  # noqa: E402  (tests/support)
 
 TYPES = {"file": tarfile.REGTYPE, "dir": tarfile.DIRTYPE, "symlink": tarfile.SYMTYPE,
          "hardlink": tarfile.LNKTYPE, "fifo": tarfile.FIFOTYPE, "char": tarfile.CHRTYPE,
@@ -156,23 +159,6 @@ def zeros_bomb(spec):
         sha.update(bytes(rest))
         parts.append(gzip_member(bytes(rest)))
     return b"".join(parts), ZERO_DIGEST if truncated else "sha256:" + sha.hexdigest(), LAYER_TYPES["gzip"]
-
-
-def request(method, url, data=None, headers=None):
-    req = urllib.request.Request(url, data=data, method=method, headers=headers or {})
-    with urllib.request.urlopen(req, timeout=120) as response:
-        return response
-
-
-def push_blob(base, repo, data):
-    digest = "sha256:" + hashlib.sha256(data).hexdigest()
-    location = request("POST", "%s/v2/%s/blobs/uploads/" % (base, repo)).headers["Location"]
-    if location.startswith("/"):
-        location = base + location
-    separator = "&" if "?" in location else "?"
-    request("PUT", "%s%sdigest=%s" % (location, separator, digest), data,
-            {"Content-Type": "application/octet-stream"})
-    return {"digest": digest, "size": len(data)}
 
 
 def main():

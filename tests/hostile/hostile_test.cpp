@@ -23,10 +23,11 @@
 #include <set>
 
 #include "image/metadata.hpp"
-#include "oci/digest.hpp"
 #include "registry_client/testbed.hpp"
 #include "sif/image.hpp"
 #include "squashfs/reader.hpp"
+#include "support/cache_check.hpp"
+#include "support/leaks.hpp"
 #include "support/process.hpp"
 #include "support/temp_dir.hpp"
 #include "support/test_env.hpp"
@@ -173,18 +174,11 @@ class Hostile : public ::testing::Test {
       EXPECT_TRUE(name.ends_with(".lock")) << "cache/sif/" << name << " after a refused pull";
   }
   void expect_cache_consistent(std::uint64_t max_partial = 0) const {
-    for (const auto& name : names_in(cache + "/blobs/sha256")) {
-      const std::string path = cache + "/blobs/sha256/" + name;
-      if (name.ends_with(".lock")) continue;
-      if (name.ends_with(".partial")) {
-        EXPECT_LE(fs::file_size(path), max_partial) << path;
-        continue;
-      }
-      EXPECT_EQ("sha256:" + name, oci::Digest::sha256_of(test::read_file(path)).to_string())
-          << "the cache kept a blob that does not match its digest";
-    }
-    for (const auto& name : names_in(cache + "/tmp"))
-      EXPECT_TRUE(name.ends_with(".lock")) << "scratch left in the cache: tmp/" << name;
+    test::CacheCheck check = test::check_cache(cache);
+    EXPECT_EQ(test::joined(check.problems), "") << "the cache is not consistent";
+    EXPECT_EQ(test::joined(check.stale_temporaries), "") << "scratch left in the cache";
+    // A partial download may stay to be resumed, but only as much as it was allowed.
+    for (const auto& partial : check.partials) EXPECT_LE(fs::file_size(cache + "/" + partial), max_partial) << partial;
   }
   // Host files whose contents must never end up in an image.
   void expect_no_host_content() const {

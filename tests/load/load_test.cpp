@@ -4,12 +4,10 @@
 // may leak: no mount, loop device or process after the last container, no descriptor a
 // container did not ask for, and a bounded peak RSS per capsa process.
 #include <gtest/gtest.h>
-#include <fcntl.h>
 #include <signal.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
+#include <deque>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -34,60 +32,15 @@ constexpr int kWave = 32;
 // Generous: capsa itself needs a few MiB; this catches reading an image into memory.
 constexpr long kPeakRssBoundKib = 64 << 10;
 
-// A process started with stdout and stderr in files; reaped with its resource usage.
-struct Started {
-  pid_t pid = -1;
-  std::string out_file, err_file;
-};
-
-Started start(const std::vector<std::string>& argv, const std::string& out_file, const std::string& err_file) {
-  std::fflush(nullptr);
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    int null_fd = ::open("/dev/null", O_RDONLY);
-    int out = ::open(out_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    int err = ::open(err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    ::dup2(null_fd, 0);
-    ::dup2(out, 1);
-    ::dup2(err, 2);
-    std::vector<char*> args;
-    for (const auto& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
-    args.push_back(nullptr);
-    ::execvp(args[0], args.data());
-    ::_exit(127);
-  }
-  return {pid, out_file, err_file};
+// What a finished process says about itself, for a failure message.
+std::string described(const test::ProcessResult& done) {
+  return "exit " + std::to_string(done.exit_code) + " signal " + std::to_string(done.signal) + ": " + done.out + done.err;
 }
 
-struct Finished {
-  int status = 0;
-  long max_rss_kib = 0;
-  std::string out, err;
-};
-
-Finished finish(const Started& started) {
-  Finished done;
-  rusage usage{};
-  while (::wait4(started.pid, &done.status, 0, &usage) < 0 && errno == EINTR) {
-  }
-  done.max_rss_kib = usage.ru_maxrss;
-  done.out = test::read_file(started.out_file);
-  done.err = test::read_file(started.err_file);
-  return done;
-}
-
-class Load : public ::testing::Test {
+class Load : public ::testing::Test, protected test::PrivateContainers {
  protected:
-  void SetUp() override {
-    fs::create_directories(session);
-    fs::create_directories(logs);
-    ASSERT_EQ(test::run_process({"cp", test::sif_fixture("real/busybox_amd64.sif"), image}).exit_code, 0);
-  }
-  test::TempDir work;
-  const std::string image = work / "load.sif";
-  const std::string session = work / "session";
+  Load() : PrivateContainers("load.sif", "CAPSA_LOAD_MARK") { fs::create_directories(logs); }
   const std::string logs = work / "logs";
-  const std::string marker = "CAPSA_LOAD_MARK=" + work.path();
 
   std::vector<std::string> exec_argv(std::vector<std::string> command) const {
     std::vector<std::string> argv = {"env", "CAPSA_SESSION_DIR=" + session, marker, test::capsa_binary(), "exec",
@@ -95,16 +48,9 @@ class Load : public ::testing::Test {
     argv.insert(argv.end(), command.begin(), command.end());
     return argv;
   }
-  std::vector<std::string> leftovers() const {
-    std::vector<std::string> found = test::mounts_naming(session);
-    for (const auto& mount : test::mounts_naming(image)) found.push_back(mount);
-    for (const auto& loop : test::loop_devices_backed_by(image)) found.push_back("loop device " + loop);
-    for (const auto& process : test::processes_with_argument(image)) found.push_back("process " + process);
-    for (const auto& process : test::processes_with_environment(marker)) found.push_back("process " + process);
-    return found;
-  }
-  void expect_nothing_left() const {
-    EXPECT_TRUE(test::eventually([&] { return leftovers().empty(); }, 30)) << joined(leftovers());
+  // Started with stdout and stderr in files under logs/ named after `name`.
+  void start(std::deque<test::Background>& started, const std::vector<std::string>& argv, const std::string& name) {
+    started.emplace_back(argv, logs + "/" + name + ".err", /*own_group=*/false, logs + "/" + name + ".out");
   }
 };
 
@@ -113,17 +59,17 @@ TEST_F(Load, TwoHundredExecsInWavesOf32AllSucceedAndLeaveNothing) {
   long peak_rss = 0;
   std::string first_failure;
   for (int wave_start = 0; wave_start < kExecs; wave_start += kWave) {
-    std::vector<Started> wave;
+    std::deque<test::Background> wave;
     for (int i = wave_start; i < std::min(kExecs, wave_start + kWave); ++i) {
       const std::string n = std::to_string(i);
-      wave.push_back(start(exec_argv({"echo", "container " + n}), logs + "/" + n + ".out", logs + "/" + n + ".err"));
+      start(wave, exec_argv({"echo", "container " + n}), n);
     }
     for (std::size_t k = 0; k < wave.size(); ++k) {
-      Finished done = finish(wave[k]);
-      peak_rss = std::max(peak_rss, done.max_rss_kib);
+      test::ProcessResult done = wave[k].wait();
+      peak_rss = std::max(peak_rss, wave[k].max_rss_kib());
       const std::string expected = "container " + std::to_string(wave_start + static_cast<int>(k)) + "\n";
-      if (!WIFEXITED(done.status) || WEXITSTATUS(done.status) != 0 || done.out != expected) {
-        if (failures++ == 0) first_failure = "status " + std::to_string(done.status) + ": " + done.out + done.err;
+      if (done.exit_code != 0 || done.out != expected) {
+        if (failures++ == 0) first_failure = described(done);
       }
     }
   }
@@ -160,17 +106,14 @@ TEST_F(Load, ManyContainersReadingOneSifAllSeeTheSameBytes) {
   auto reference = test::run_process(exec_argv(read_all), "", 120);
   ASSERT_EQ(reference.exit_code, 0) << reference.err;
   ASSERT_EQ(reference.out.size(), 36u) << reference.out;  // "<32 hex>  -\n"
-  std::vector<Started> readers;
-  for (int i = 0; i < kWave; ++i) {
-    const std::string n = std::to_string(i);
-    readers.push_back(start(exec_argv(read_all), logs + "/r" + n + ".out", logs + "/r" + n + ".err"));
-  }
+  std::deque<test::Background> readers;
+  for (int i = 0; i < kWave; ++i) start(readers, exec_argv(read_all), "r" + std::to_string(i));
   int differing = 0;
   std::string first;
-  for (const auto& reader : readers) {
-    Finished done = finish(reader);
-    if (!WIFEXITED(done.status) || WEXITSTATUS(done.status) != 0 || done.out != reference.out) {
-      if (differing++ == 0) first = "status " + std::to_string(done.status) + ": " + done.out + done.err;
+  for (auto& reader : readers) {
+    test::ProcessResult done = reader.wait();
+    if (done.exit_code != 0 || done.out != reference.out) {
+      if (differing++ == 0) first = described(done);
     }
   }
   EXPECT_EQ(differing, 0) << "first: " << first;
@@ -183,23 +126,25 @@ TEST_F(Load, ConcurrentPullsOfTheSameAndOfDifferentImagesIntoOneCache) {
   test::FaultProxy proxy(test::test_registry().plain);  // no faults: it counts the requests
   proxy.configure({});
   const std::string cache = work / "cache";
-  std::vector<std::pair<std::string, Started>> pulls;
-  int n = 0;
+  std::vector<std::string> repos;
+  std::deque<test::Background> pulls;
   for (const std::string repo : {"public/busybox:1.0", "public/layers:latest", "public/zstd:latest"}) {
     const int copies = repo == "public/busybox:1.0" ? 8 : 2;
-    for (int i = 0; i < copies; ++i, ++n) {
-      const std::string id = std::to_string(n);
-      pulls.emplace_back(repo, start({"env", "CAPSA_CACHEDIR=" + cache, test::capsa_binary(), "pull", "-q",
-                                      "--nohttps", work / ("pull" + id + ".sif"), "docker://" + proxy.front() + "/" + repo},
-                                     logs + "/p" + id + ".out", logs + "/p" + id + ".err"));
+    for (int i = 0; i < copies; ++i) {
+      const std::string id = std::to_string(pulls.size());
+      repos.push_back(repo);
+      start(pulls,
+            {"env", "CAPSA_CACHEDIR=" + cache, test::capsa_binary(), "pull", "-q", "--nohttps",
+             work / ("pull" + id + ".sif"), "docker://" + proxy.front() + "/" + repo},
+            "p" + id);
     }
   }
   int failed = 0;
   std::string first_failure;
-  for (const auto& [repo, started] : pulls) {
-    Finished done = finish(started);
-    if (!WIFEXITED(done.status) || WEXITSTATUS(done.status) != 0) {
-      if (failed++ == 0) first_failure = repo + ": " + done.err;
+  for (std::size_t k = 0; k < pulls.size(); ++k) {
+    test::ProcessResult done = pulls[k].wait();
+    if (done.exit_code != 0) {
+      if (failed++ == 0) first_failure = repos[k] + ": " + done.err;
     }
   }
   EXPECT_EQ(failed, 0) << first_failure;
@@ -234,6 +179,14 @@ TEST_F(Load, ACacheCleanWhileContainersRunKeepsTheirImage) {
   ASSERT_TRUE(test::eventually([&] { return fs::exists(work / "shared/ready") || container.finished(); }, 120) &&
               fs::exists(work / "shared/ready"))
       << test::read_file(work / "container.err");
+  // The containers run the cache's SIF of the image: that is what must not stay in use.
+  std::vector<std::string> cached_sifs;
+  for (const auto& entry : fs::recursive_directory_iterator(cache + "/sif"))
+    if (entry.is_regular_file() && entry.path().extension() == ".sif") cached_sifs.push_back(entry.path());
+  ASSERT_EQ(cached_sifs.size(), 1u) << joined(cached_sifs);
+  const std::string cached_sif = cached_sifs.front();
+  if (::geteuid() == 0)
+    EXPECT_FALSE(test::loop_devices_backed_by(cached_sif).empty()) << "the leak check sees the running containers";
   auto clean_argv = env;
   for (const char* arg : {"cache", "clean", "--force"}) clean_argv.push_back(arg);
   clean_argv.insert(clean_argv.begin() + static_cast<long>(env.size()), test::capsa_binary());
@@ -244,7 +197,7 @@ TEST_F(Load, ACacheCleanWhileContainersRunKeepsTheirImage) {
 
   container.signal_group(SIGKILL);
   container.wait();
-  expect_nothing_left();
+  expect_nothing_left(cached_sif);
   auto again = test::run_process(clean_argv, "", 60);
   EXPECT_EQ(again.exit_code, 0) << again.err;
   EXPECT_EQ(test::check_cache(cache).sifs, 0) << "once they ended, clean removes it: " << again.out << again.err;

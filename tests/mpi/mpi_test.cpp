@@ -156,9 +156,10 @@ TEST_F(Mpi, SrunRanksSpanTwoLogicalNodes) {
 }
 
 TEST_F(Mpi, Pmi2VariablesReachTheContainer) {
-  // srun --mpi=pmi2 hands each task a connected socket as PMI_FD: it must be open inside.
+  // srun --mpi=pmi2 hands each task a connected socket as PMI_FD: it must be set and
+  // open inside (an unset PMI_FD would name /proc/self/fd/ itself, which exists).
   auto result = run_with_mpi_env(concat(concat(concat(srun("1", 2), {"--mpi=pmi2"}), capsa_exec()),
-                                        {"/bin/sh", "-c", "[ -e /proc/self/fd/$PMI_FD ] && "
+                                        {"/bin/sh", "-c", "[ -n \"$PMI_FD\" ] && [ -e /proc/self/fd/\"$PMI_FD\" ] && "
                                                           "echo \"pmi $PMI_RANK of $PMI_SIZE job $PMI_JOBID\""}));
   EXPECT_EQ(result.exit_code, 0) << result.out << result.err;
   EXPECT_NE(result.out.find("pmi 0 of 2 job "), std::string::npos) << result.out << result.err;

@@ -27,6 +27,7 @@
 #include "support/temp_dir.hpp"
 #include "support/test_env.hpp"
 #include "support/test_registry.hpp"
+#include "support/unprivileged.hpp"
 
 namespace capsa::pull {
 namespace {
@@ -370,37 +371,6 @@ TEST_F(PullFaults, ACorruptBlobIsRetriedOnceThenRefusedAndNotCached) {
   expect_consistent_cache();
 }
 
-// The cache on a tmpfs in a private mount namespace (unshare -rm also works unprivileged
-// where user namespaces are allowed), filled up to its last 64 KiB by another file; then
-// that file is removed and the pull is re-run. (A remount to grow the tmpfs is refused
-// inside a user namespace.)
-TEST_F(PullFaults, AFullDiskGivesAClearErrorAndTheRerunWithSpaceSucceeds) {
-  const std::string script = R"(
-    mount -t tmpfs -o size=8m tmpfs "$3" || exit 99
-    head -c $((8 * 1024 * 1024 - 64 * 1024)) /dev/zero > "$3/filler"
-    export CAPSA_CACHEDIR="$3/cache"
-    "$0" pull -q --nohttps "$1" "$2"; echo "first=$?"
-    echo "entries:"; find "$CAPSA_CACHEDIR" \( -name '*.sif*' -o -name '*.squashfs*' \) ! -name '*.lock' | sort
-    rm "$3/filler"
-    "$0" pull -q --nohttps "$1" "$2"; echo "second=$?"
-    echo "listing:"; "$0" cache list
-  )";
-  const std::string small_fs = work / "small-fs";
-  fs::create_directories(small_fs);
-  auto result = run_process({"unshare", "-rm", "sh", "-c", script, test::capsa_binary(), out, image(kBusybox), small_fs},
-                            "", 300);
-  if (result.exit_code == 99 || result.err.find("unshare failed") != std::string::npos)
-    GTEST_SKIP() << "cannot mount a tmpfs in a user namespace here: " << result.err;
-  EXPECT_NE(result.out.find("first=1"), std::string::npos) << result.out << result.err;
-  EXPECT_NE(result.err.find("No space left on device"), std::string::npos) << result.err;
-  EXPECT_NE(result.err.find(small_fs + "/cache/"), std::string::npos) << "the error names the path: " << result.err;
-  EXPECT_EQ(count_lines_with(result.err, "capsa: error"), 1) << result.err;
-  EXPECT_NE(result.out.find("entries:\nsecond="), std::string::npos) << "no SIF or squashfs left in the cache: " << result.out;
-  EXPECT_NE(result.out.find("second=0"), std::string::npos) << result.out << result.err;
-  expect_valid_output();
-}
-
-
 // The last step of a pull copies the cached SIF to the output. SIGKILL in the middle of
 // that copy must leave neither a partial SIF nor a temporary beside it: no later run
 // would know to remove one.
@@ -472,21 +442,11 @@ TEST_F(PullFaults, KillNineAtGrowingMomentsNeverBreaksTheCacheAndEachRunFetchesO
   EXPECT_GE(killed, 4) << "the kills should spread over the stages of the pull";
 }
 
-// A check that runs in a forked child (in_private_mount_namespace): collects what failed.
-struct ChildChecks {
-  std::string failures;
-  void expect(bool ok, const std::string& what) {
-    if (!ok) failures += what + "\n";
-  }
-  bool report() const {
-    if (!failures.empty()) std::fprintf(stderr, "%s", failures.c_str());
-    return failures.empty();
-  }
-};
-
-// One small tmpfs holds the cache and the output directory and is full: one clear error,
-// no output, a consistent cache that `cache list` reads; after freeing space the same
-// command completes. (A private mount namespace; unprivileged, a user namespace.)
+// One small tmpfs holds the cache and the output directory and is full: one clear error
+// that names the path, no output, a consistent cache with no SIF or squashfs left that
+// `cache list` reads; after freeing space the same command completes. (A private mount
+// namespace; unprivileged, a user namespace. A remount to grow the tmpfs is refused
+// inside a user namespace: space is made by removing a filler file.)
 TEST_F(PullFaults, AFullDiskHoldingCacheAndOutputLeavesAConsistentCacheAndTheRerunCompletes) {
   const std::string small_fs = work / "small-fs";
   fs::create_directories(small_fs);
@@ -503,16 +463,23 @@ TEST_F(PullFaults, AFullDiskHoldingCacheAndOutputLeavesAConsistentCacheAndTheRer
       std::string chunk(64 << 10, '\0');
       for (int i = 0; i < (8 << 20) / (64 << 10) - 1; ++i) filler << chunk;
     }
-    ChildChecks check;
+    test::ChildChecks check;
     auto first = capsa_on_small_fs({"pull", "-q", "--nohttps", fs_out, image(kBusybox)});
     check.expect(first.exit_code == 1, "the first pull fails: " + first.err);
     check.expect(count_lines_with(first.err, "capsa: error") == 1, "one error line: " + first.err);
     check.expect(first.err.find("No space left on device") != std::string::npos, "says why: " + first.err);
+    check.expect(first.err.find(small_fs + "/") != std::string::npos, "names the path: " + first.err);
     check.expect(!fs::exists(fs_out), "no output");
     for (const auto& [name, size] : files_in(small_fs))
       check.expect(name == "filler", "nothing beside the output: " + name);
     test::CacheCheck after_failure = test::check_cache(fs_cache);
     check.expect(after_failure.problems.empty(), "consistent cache: " + test::joined(after_failure.problems));
+    check.expect(after_failure.sifs == 0, "no SIF in the cache");
+    for (const auto& entry : fs::recursive_directory_iterator(fs_cache)) {
+      const std::string name = entry.path().filename().string();
+      const bool image_file = name.find(".sif") != std::string::npos || name.find(".squashfs") != std::string::npos;
+      check.expect(!image_file || name.ends_with(".lock"), "no partial SIF or squashfs in the cache: " + name);
+    }
     auto list = capsa_on_small_fs({"cache", "list"});
     check.expect(list.exit_code == 0, "cache list reads it: " + list.err);
 
@@ -543,11 +510,12 @@ TEST_F(PullFaults, AFullOutputDirectoryWritesNoPartialSifAndKeepsTheCachedImage)
   const std::string fs_out = small_fs + "/out.sif";
   int status = test::in_private_mount_namespace([&] {
     if (::mount("tmpfs", small_fs.c_str(), "tmpfs", 0, "size=256k") != 0) return false;
-    ChildChecks check;
+    test::ChildChecks check;
     auto first = run_process(capsa_argv({"pull", "-q", "--nohttps", fs_out, image(kBusybox)}), "", 300);
     check.expect(first.exit_code == 1, "the pull fails: " + first.err);
     check.expect(count_lines_with(first.err, "capsa: error") == 1, "one error line: " + first.err);
     check.expect(first.err.find("No space left on device") != std::string::npos, "says why: " + first.err);
+    check.expect(first.err.find(small_fs + "/") != std::string::npos, "names the path: " + first.err);
     check.expect(first.err.find(small_fs) != std::string::npos, "names the output: " + first.err);
     check.expect(files_in(small_fs).empty(), "nothing in the output directory");
     test::CacheCheck cached = test::check_cache(cache);

@@ -24,41 +24,21 @@ using test::Background;
 using test::eventually;
 using test::joined;
 
-class RunFaults : public ::testing::Test {
+class RunFaults : public ::testing::Test, protected test::PrivateContainers {
  protected:
-  void SetUp() override {
-    fs::create_directories(session);
-    fs::create_directories(shared);
-    ASSERT_EQ(test::run_process({"cp", test::sif_fixture("real/busybox_amd64.sif"), image}).exit_code, 0);
-  }
+  RunFaults() : PrivateContainers("run-faults.sif", "CAPSA_RUN_FAULTS_MARK") { fs::create_directories(shared); }
 
-  test::TempDir work;
-  const std::string image = work / "run-faults.sif";
-  const std::string session = work / "session";
   const std::string shared = work / "shared";  // bound at /w: the container says it is ready there
-  const std::string marker = "CAPSA_RUN_FAULTS_MARK=" + work.path();
 
   std::vector<std::string> exec_argv(const std::string& script) const {
     return {"env", "CAPSA_SESSION_DIR=" + session, marker, test::capsa_binary(), "exec", "-B", shared + ":/w",
             image, "sh", "-c", script};
   }
-  // What a live container holds: mounts under its session directory, and a loop device
-  // (root) or a FUSE server (anyone else) on the image.
-  std::vector<std::string> leftovers() const {
-    std::vector<std::string> found = test::mounts_naming(session);
-    for (const auto& mount : test::mounts_naming(image)) found.push_back(mount);
-    for (const auto& loop : test::loop_devices_backed_by(image)) found.push_back("loop device " + loop);
-    for (const auto& server : test::processes_with_argument(image)) found.push_back("process " + server);
-    for (const auto& process : test::processes_with_environment(marker)) found.push_back("process " + process);
-    return found;
-  }
+  // What a live container holds: a loop device (root) or a FUSE server (anyone else) on
+  // the image.
   bool image_is_mounted() const {
     if (::geteuid() == 0) return !test::loop_devices_backed_by(image).empty();
     return !test::processes_with_argument(image).empty();
-  }
-  void expect_nothing_left() const {
-    // The kernel tears a dead namespace down asynchronously: allow it a moment.
-    EXPECT_TRUE(eventually([&] { return leftovers().empty(); }, 20)) << joined(leftovers());
   }
 };
 

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -15,8 +16,9 @@
 
 namespace capsa::test {
 
-Background::Background(const std::vector<std::string>& argv, const std::string& err_file, bool own_group)
-    : own_group_(own_group), err_file_(err_file) {
+Background::Background(const std::vector<std::string>& argv, const std::string& err_file, bool own_group,
+                       const std::string& out_file)
+    : own_group_(own_group), err_file_(err_file), out_file_(out_file) {
   std::fflush(nullptr);
   pid_ = ::fork();
   if (pid_ == 0) {
@@ -25,6 +27,10 @@ Background::Background(const std::vector<std::string>& argv, const std::string& 
     if (null_fd >= 0) {
       ::dup2(null_fd, 0);
       ::dup2(null_fd, 1);
+    }
+    if (!out_file.empty()) {
+      int out = ::open(out_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (out >= 0) ::dup2(out, 1);
     }
     int err = ::open(err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (err >= 0) ::dup2(err, 2);
@@ -59,16 +65,22 @@ void Background::signal_group(int signal_number) { ::kill(-pid_, signal_number);
 
 bool Background::finished() {
   if (reaped_) return true;
-  pid_t done = ::waitpid(pid_, &status_, WNOHANG);
-  if (done == pid_) reaped_ = true;
+  rusage usage{};
+  pid_t done = ::wait4(pid_, &status_, WNOHANG, &usage);
+  if (done == pid_) {
+    reaped_ = true;
+    max_rss_kib_ = usage.ru_maxrss;
+  }
   return reaped_;
 }
 
 ProcessResult Background::wait() {
   if (!reaped_) {
-    while (::waitpid(pid_, &status_, 0) < 0 && errno == EINTR) {
+    rusage usage{};
+    while (::wait4(pid_, &status_, 0, &usage) < 0 && errno == EINTR) {
     }
     reaped_ = true;
+    max_rss_kib_ = usage.ru_maxrss;
   }
   ProcessResult result;
   if (WIFEXITED(status_)) result.exit_code = WEXITSTATUS(status_);
@@ -76,6 +88,7 @@ ProcessResult Background::wait() {
   // Killed before it opened its stderr file: nothing to read.
   std::error_code ec;
   if (std::filesystem::exists(err_file_, ec)) result.err = read_file(err_file_);
+  if (!out_file_.empty() && std::filesystem::exists(out_file_, ec)) result.out = read_file(out_file_);
   return result;
 }
 

@@ -1,5 +1,6 @@
 #include "support/leaks.hpp"
 
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <climits>
@@ -8,6 +9,9 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+
+#include "support/background.hpp"
+#include "support/test_env.hpp"
 
 namespace capsa::test {
 namespace {
@@ -135,6 +139,25 @@ std::string joined(const std::vector<std::string>& lines) {
   std::string out;
   for (const auto& line : lines) out += line + "\n";
   return out;
+}
+
+PrivateContainers::PrivateContainers(const std::string& image_name, const std::string& marker_variable)
+    : image(work / image_name), session(work / "session"), marker(marker_variable + "=" + work.path()) {
+  fs::create_directories(session);
+  fs::copy_file(sif_fixture("real/busybox_amd64.sif"), image);
+}
+
+std::vector<std::string> PrivateContainers::leftovers(const std::string& image_file) const {
+  std::vector<std::string> found = mounts_naming(session);
+  for (const auto& mount : mounts_naming(image_file)) found.push_back(mount);
+  for (const auto& loop : loop_devices_backed_by(image_file)) found.push_back("loop device " + loop);
+  for (const auto& process : processes_with_argument(image_file)) found.push_back("process " + process);
+  for (const auto& process : processes_with_environment(marker)) found.push_back("process " + process);
+  return found;
+}
+
+void PrivateContainers::expect_nothing_left(const std::string& image_file) const {
+  EXPECT_TRUE(eventually([&] { return leftovers(image_file).empty(); }, 30)) << joined(leftovers(image_file));
 }
 
 }  // namespace capsa::test

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "support/temp_dir.hpp"
+
 namespace capsa::test {
 
 // "PID: mountinfo line" for every mount that names `dir` (its mount point, source or
@@ -40,5 +42,30 @@ long peak_rss_kib(pid_t pid);
 
 // Joins lines for an assertion message.
 std::string joined(const std::vector<std::string>& lines);
+
+// Containers of a private copy of the busybox fixture, run with a private session
+// directory (CAPSA_SESSION_DIR) and a marker variable that capsa and everything it starts
+// inherit: what they leave is the test's own, never that of suites running at the same
+// time. A fixture class derives from it and passes the image's file name and the marker's
+// variable name.
+class PrivateContainers {
+ public:
+  PrivateContainers(const std::string& image_name, const std::string& marker_variable);
+
+  TempDir work;
+  const std::string image;    // work/<image_name>, a copy of real/busybox_amd64.sif
+  const std::string session;  // work/session
+  const std::string marker;   // "<marker_variable>=<work>"
+
+  // What a live container of `image_file` holds: mounts under the session directory or
+  // naming the image, a loop device (root) or a FUSE server (anyone else) on it, and
+  // any process carrying the marker.
+  std::vector<std::string> leftovers(const std::string& image_file) const;
+  std::vector<std::string> leftovers() const { return leftovers(image); }
+  // A gtest failure listing the leftovers, unless they are gone within a while (the
+  // kernel tears a dead namespace down asynchronously).
+  void expect_nothing_left(const std::string& image_file) const;
+  void expect_nothing_left() const { expect_nothing_left(image); }
+};
 
 }  // namespace capsa::test

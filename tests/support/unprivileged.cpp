@@ -43,4 +43,9 @@ int run_as_test_user(const std::function<bool()>& body) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+bool ChildChecks::report() const {
+  if (!failures.empty()) std::fprintf(stderr, "failed in the child process:\n%s", failures.c_str());
+  return failures.empty();
+}
+
 }  // namespace capsa::test

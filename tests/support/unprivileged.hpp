@@ -22,4 +22,17 @@ std::optional<TestUser> test_user();
 // reach the parent; return false (and print why) instead.
 int run_as_test_user(const std::function<bool()>& body);
 
+// Collects failures in a forked child (run_as_test_user, in_private_mount_namespace),
+// where gtest assertions do not reach the parent: `expect` notes what failed and returns
+// `ok`; `report` prints the failures to stderr and says whether all held (the child's
+// result).
+struct ChildChecks {
+  std::string failures;
+  bool expect(bool ok, const std::string& what) {
+    if (!ok) failures += "  " + what + "\n";
+    return ok;
+  }
+  bool report() const;
+};
+
 }  // namespace capsa::test

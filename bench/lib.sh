@@ -1,0 +1,48 @@
+# Helpers shared by bench/build.sh, bench/pull.sh and bench/load.sh; sourced
+# (`. "$root/bench/lib.sh"`) once $root (the source tree) and $work (the run's scratch
+# directory) are set.
+
+bench_fixtures=/var/tmp/capsa-test-fixtures
+
+# registry_start STATE FIRST_PORT: builds the test fixtures (or reuses them) and starts a
+# private test registry (tests/registry/start.sh) with its state in STATE, on
+# FIRST_PORT..FIRST_PORT+3 unless CAPSA_TEST_REGISTRY_*_PORT already name ports (other
+# people's registries run on the tests' ports). Sets $plain and $tls to the plain-HTTP and
+# the TLS (token) endpoints.
+registry_start() {
+  export CAPSA_TEST_REGISTRY_PLAIN_PORT=${CAPSA_TEST_REGISTRY_PLAIN_PORT:-$2} \
+         CAPSA_TEST_REGISTRY_TOKEN_PORT=${CAPSA_TEST_REGISTRY_TOKEN_PORT:-$(($2 + 1))} \
+         CAPSA_TEST_REGISTRY_AUTH_PORT=${CAPSA_TEST_REGISTRY_AUTH_PORT:-$(($2 + 2))} \
+         CAPSA_TEST_REGISTRY_BASIC_PORT=${CAPSA_TEST_REGISTRY_BASIC_PORT:-$(($2 + 3))}
+  "$root/tests/fixtures/build-all.sh" "$bench_fixtures" >/dev/null
+  "$root/tests/registry/start.sh" "$1" "$bench_fixtures" >/dev/null
+  plain="127.0.0.1:$CAPSA_TEST_REGISTRY_PLAIN_PORT"
+  tls="127.0.0.1:$CAPSA_TEST_REGISTRY_TOKEN_PORT"
+}
+
+# registry_stop STATE: stops the registry registry_start started there (if it did).
+registry_stop() { "$root/tests/registry/stop.sh" "$1" >/dev/null 2>&1 || true; }
+
+# Bytes in use on the file system holding $work (every cache and temporary of a run).
+fs_used() { df --output=used -B1 "$work" | tail -1 | tr -d ' '; }
+
+# run NAME OUTPUT COMMAND...: times COMMAND with the page cache dropped first, samples
+# disk use while it runs, and appends "NAME wall user sys rss_kb peak_disk output_size"
+# to $work/results.
+run() {
+  name=$1 output=$2
+  shift 2
+  sync
+  echo 3 > /proc/sys/vm/drop_caches
+  base=$(fs_used)
+  peak_file="$work/$name.peak"
+  echo 0 > "$peak_file"
+  ( while :; do used=$(fs_used); peak=$(cat "$peak_file"); [ "$used" -gt "$peak" ] && echo "$used" > "$peak_file"; sleep 0.2; done ) &
+  sampler=$!
+  /usr/bin/time -f "%e %U %S %M" -o "$work/$name.time" "$@" >"$work/$name.log" 2>&1 || { kill "$sampler"; echo "$name failed:"; tail -5 "$work/$name.log"; return 1; }
+  kill "$sampler"; wait "$sampler" 2>/dev/null || true
+  read -r wall user sys rss_kb < "$work/$name.time"
+  peak=$(( $(cat "$peak_file") - base ))
+  size=$(stat -c %s "$output")
+  echo "$name $wall $user $sys $rss_kb $peak $size" >> "$work/results"
+}
