@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <sstream>
 #include <vector>
 
 #include "runtime/loop_device.hpp"
@@ -60,6 +61,30 @@ void await_server(const SquashfsLocation& image, const std::string& target, cons
   }
 }
 
+// A forked server has not exec'd: /proc/PID/environ still shows the environment capsa
+// started with, registry passwords included (APPTAINER_DOCKER_PASSWORD), for as long as
+// the container runs. That block, between the kernel's env_start and env_end
+// (/proc/self/stat fields 50 and 51), is zeroed; clearenv alone would only drop the
+// pointers to it.
+void wipe_inherited_environment() {
+  std::string stat;
+  try {
+    stat = read_whole_file("/proc/self/stat");
+  } catch (const Error&) {
+    return;
+  }
+  std::istringstream fields(stat.substr(stat.rfind(')') + 2));  // field 3 onwards
+  std::string field;
+  unsigned long long env_start = 0, env_end = 0;
+  for (int number = 3; fields >> field && number <= 51; ++number) {
+    if (number == 50) env_start = std::stoull(field);
+    if (number == 51) env_end = std::stoull(field);
+  }
+  ::clearenv();
+  if (env_start != 0 && env_end > env_start)
+    std::memset(reinterpret_cast<void*>(static_cast<std::uintptr_t>(env_start)), 0, env_end - env_start);
+}
+
 // Forks the process that serves `fuse`; `serve` runs in the child and returns its exit
 // status. The parent closes its copy of the connection, so that only the server holds
 // it: if the server dies, the kernel aborts the mount and accesses fail with ENOTCONN
@@ -79,6 +104,7 @@ void start_server(UniqueFd fuse, const SquashfsLocation& image, const std::strin
       ::dup2(null_fd, STDIN_FILENO);
       ::dup2(null_fd, STDOUT_FILENO);
     }
+    wipe_inherited_environment();
     // Nothing may unwind into the caller's code: this child must never become a container.
     int status = 1;
     try {
@@ -96,7 +122,9 @@ void start_server(UniqueFd fuse, const SquashfsLocation& image, const std::strin
 void mount_with_squashfuse(const SquashfsLocation& image, const std::string& target, bool wait) {
   // Checked first: a server that cannot start would only show as a dead mount.
   const char* host_path = std::getenv("PATH");
-  if (find_executable("squashfuse_ll", host_path ? host_path : "/usr/bin:/bin", RelativeEntries::Search).empty())
+  const std::string path = host_path && *host_path ? host_path : "/usr/local/bin:/usr/bin:/bin";
+  const std::string program = find_executable("squashfuse_ll", path, RelativeEntries::Search);
+  if (program.empty())
     throw Error("squashfuse_ll was not found on PATH (CAPSA_FUSE=squashfuse mounts images with it: "
                 "install the squashfuse package, or unset CAPSA_FUSE for capsa's own server)");
   UniqueFd fuse = mount_fuse(target, "squashfuse");
@@ -104,16 +132,15 @@ void mount_with_squashfuse(const SquashfsLocation& image, const std::string& tar
     ::fcntl(fd, F_SETFD, 0);  // squashfuse_ll inherits the connection
     std::string offset = "offset=" + std::to_string(image.offset);
     std::string mountpoint = "/dev/fd/" + std::to_string(fd);
-    // A clean environment: the server needs nothing from the caller's, which may hold
-    // registry passwords (APPTAINER_DOCKER_PASSWORD) that no helper process should carry.
-    const char* path = std::getenv("PATH");
-    std::string path_entry = std::string("PATH=") + (path && *path ? path : "/usr/local/bin:/usr/bin:/bin");
+    // A clean environment (start_server wiped the inherited one): the server needs
+    // nothing from the caller's, which may hold registry passwords.
+    std::string path_entry = "PATH=" + path;
     char* clean_environment[] = {path_entry.data(), nullptr};
     std::array<const char*, 7> argv = {"squashfuse_ll", "-f", "-o", offset.c_str(), image.file.c_str(),
                                        mountpoint.c_str(), nullptr};
-    ::execvpe(argv[0], const_cast<char* const*>(argv.data()), clean_environment);
-    std::fprintf(stderr, "capsa: cannot run squashfuse_ll: %s (install the squashfuse package, or unset CAPSA_FUSE)\n",
-                 std::strerror(errno));
+    ::execve(program.c_str(), const_cast<char* const*>(argv.data()), clean_environment);
+    std::fprintf(stderr, "capsa: cannot run %s: %s (install the squashfuse package, or unset CAPSA_FUSE)\n",
+                 program.c_str(), std::strerror(errno));
     return 127;
   });
 }
