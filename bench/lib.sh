@@ -1,4 +1,4 @@
-# Helpers shared by bench/build.sh, bench/pull.sh and bench/load.sh; sourced
+# Helpers shared by the bench scripts; sourced
 # (`. "$root/bench/lib.sh"`) once $root (the source tree) and $work (the run's scratch
 # directory) are set.
 
@@ -46,3 +46,11 @@ run() {
   size=$(stat -c %s "$output")
   echo "$name $wall $user $sys $rss_kb $peak $size" >> "$work/results"
 }
+
+# /dev/fuse opened to every user as distributions ship it (mode 0666) for the unprivileged
+# runs; fuse_restore puts back the mode it had.
+fuse_open() {
+  fuse_mode=$(stat -c %a /dev/fuse)
+  chmod 666 /dev/fuse
+}
+fuse_restore() { [ -z "${fuse_mode:-}" ] || chmod "$fuse_mode" /dev/fuse; }

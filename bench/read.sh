@@ -31,15 +31,15 @@ drivers=${CAPSA_BENCH_DRIVERS:-kernel builtin squashfuse}
 id -u "$user" >/dev/null 2>&1 || { echo "bench/read.sh: user $user missing (scripts/create-test-user.sh)" >&2; exit 1; }
 
 work=$(mktemp -d /var/tmp/capsa-bench-read-XXXXXX)
-fuse_mode=$(stat -c %a /dev/fuse)
+. "$root/bench/lib.sh"
 cleanup() {
-  chmod "$fuse_mode" /dev/fuse
+  fuse_restore
   rm -rf "$work"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 chmod 755 "$work"
-chmod 666 /dev/fuse  # as distributions ship it
+fuse_open
 
 as_user() {
   "$root/tests/support/as-test-user" "$@"

@@ -34,16 +34,16 @@ command -v hyperfine >/dev/null || { echo "bench/start.sh: needs hyperfine" >&2;
 id -u "$user" >/dev/null 2>&1 || { echo "bench/start.sh: test user $user missing (run scripts/create-test-user.sh as root)" >&2; exit 1; }
 
 work=$(mktemp -d /var/tmp/capsa-bench-start-XXXXXX)
-fuse_mode=$(stat -c %a /dev/fuse)
+. "$root/bench/lib.sh"
 cleanup() {
   umount -q "$work/floor" 2>/dev/null || true
-  chmod "$fuse_mode" /dev/fuse
+  fuse_restore
   rm -rf "$work"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 chmod 755 "$work"
-chmod 666 /dev/fuse  # as distributions ship it
+fuse_open
 
 as_user() {
   env -u CAPSA_FUSE "$root/tests/support/as-test-user" "$@"
