@@ -18,7 +18,7 @@ artifacts_root="$root/build/fuzz-artifacts"
 seeds_for() {
   [ -d "$root/tests/fuzz/corpus/$1" ] && echo "$root/tests/fuzz/corpus/$1"
   case "$1" in
-    sif) echo "$root/../shared/fixtures/sif/images $root/../shared/fixtures/sif/real" ;;
+    sif) echo "$root/tests/fixtures/upstream/sif/images $root/tests/fixtures/upstream/sif/real" ;;
   esac
 }
 if [ $# -gt 0 ]; then

@@ -16,7 +16,7 @@
 # unprivileged user (e.g. `setpriv --reuid=capsa-test ...`) for the FUSE path.
 #
 # Usage: bench/load.sh [--write-doc] [EXECS [WAVE [READERS [PULLS]]]]
-#   IMAGE=path.sif   the image (default: the shared busybox SIF fixture)
+#   IMAGE=path.sif   the image (default: the vendored busybox SIF fixture)
 #   CAPSA=path       the binary (default: build/src/cli/capsa)
 #   REGISTRY=host:port  a running plain test registry for the pulls (default: start a
 #                    private one with tests/registry/start.sh, as root, on ports 5124-5127
@@ -31,7 +31,7 @@ wave=${2:-32}
 readers=${3:-32}
 pulls=${4:-16}
 capsa=${CAPSA:-$root/build/src/cli/capsa}
-image_src=${IMAGE:-$root/../shared/fixtures/sif/real/busybox_amd64.sif}
+image_src=${IMAGE:-$root/tests/fixtures/upstream/sif/real/busybox_amd64.sif}
 work=$(mktemp -d "${TMPDIR:-/var/tmp}/capsa-bench-load.XXXXXX")
 state="$work/registry"
 . "$root/bench/lib.sh"

@@ -23,7 +23,7 @@ set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 capsa="$root/build/src/cli/capsa"
 image=${1:-}
-[ -n "$image" ] || image="$root/../shared/fixtures/sif/real/busybox_amd64.sif"
+[ -n "$image" ] || image="$root/tests/fixtures/upstream/sif/real/busybox_amd64.sif"
 runs=${2:-30}
 burst=${3:-64}
 user=${CAPSA_TEST_USER:-capsa-test}

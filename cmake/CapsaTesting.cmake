@@ -2,7 +2,7 @@
 #   One GoogleTest binary, registered as NAME.root (as the invoking user) and NAME.user
 #   (as the unprivileged test user; skipped with exit code 77 when that user is missing).
 #   Every suite sees the fixture locations through the environment:
-#     CAPSA_SHARED_FIXTURES  ../shared/fixtures (upstream-made files, read-only)
+#     CAPSA_UPSTREAM_FIXTURES  tests/fixtures/upstream (upstream-made files, vendored, read-only)
 #     CAPSA_TEST_FIXTURES    fixtures built by tests/fixtures/*.sh (cached by script hash)
 #     CAPSA_BINARY           the capsa CLI under test
 #   REGISTRY: the suite needs the test registries (tests/registry/start.sh, started once by
@@ -15,7 +15,7 @@
 #     CAPSA_TEST_REGISTRY_STATE  the state folder (env, env.json with the API key and the
 #                                Basic password, which exist only once the servers run)
 #     CAPSA_TEST_REGISTRY_TOOLS  tests/registry (umoci-unpack.sh, tree-manifest.py)
-set(CAPSA_SHARED_FIXTURE_DIR "${CMAKE_SOURCE_DIR}/../shared/fixtures" CACHE PATH "shared/fixtures beside the checkout")
+set(CAPSA_UPSTREAM_FIXTURE_DIR "${CMAKE_SOURCE_DIR}/tests/fixtures/upstream" CACHE PATH "Upstream-made fixtures vendored in the repository")
 # /var/tmp survives reboots and, unlike root's home, is readable by the unprivileged test user.
 set(CAPSA_TEST_FIXTURE_DIR "/var/tmp/capsa-test-fixtures" CACHE PATH "Where generated test fixtures are cached")
 
@@ -64,7 +64,7 @@ function(capsa_add_test_suite name)
   add_executable(${name}_tests ${ARG_UNPARSED_ARGUMENTS})
   target_link_libraries(${name}_tests PRIVATE capsa_test_support GTest::gtest_main)
   set(env
-    "CAPSA_SHARED_FIXTURES=${CAPSA_SHARED_FIXTURE_DIR}"
+    "CAPSA_UPSTREAM_FIXTURES=${CAPSA_UPSTREAM_FIXTURE_DIR}"
     "CAPSA_TEST_FIXTURES=${CAPSA_TEST_FIXTURE_DIR}"
     "CAPSA_BINARY=$<TARGET_FILE:capsa>")
   set(fixtures capsa_fixtures)

@@ -1,7 +1,7 @@
 #pragma once
 // `capsa build TARGET SOURCE`: a definition file, a docker:// image, a SIF or a sandbox
 // directory into a SIF or (--sandbox) a directory, in Apptainer's order and semantics
-// (shared/reference/apptainer-and-sif.md §6, docs/build.md). Per stage:
+// (docs/build.md). Per stage:
 //   bootstrap -> %files from STAGE -> %setup (host) -> %files (host) -> %post (inside, as
 //   root-in-the-container) -> /.singularity.d metadata -> %test;
 // then the last stage is packed into the SIF (or renamed to the sandbox target).

@@ -1,7 +1,7 @@
 #pragma once
 // Apptainer definition files: the text of `capsa build TARGET recipe.def` parsed into
 // stages (header keys and sections), with %arguments templating applied.
-// Rules: shared/reference/apptainer-and-sif.md §6 and docs/build.md.
+// Rules: docs/build.md (Apptainer's definition-file format).
 
 #include <map>
 #include <optional>

@@ -1,5 +1,5 @@
 #pragma once
-// The /.singularity.d tree of a built stage (shared/reference/apptainer-and-sif.md §3.1):
+// The /.singularity.d tree of a built stage (docs/build.md, docs/running.md):
 // the base layout before %post, then what the definition's sections make of it after.
 // Written from a child that chroots into the sandbox as the build's root, so that a
 // symlink in the image can never redirect a write onto the host.

@@ -1,7 +1,7 @@
 #pragma once
 // The /.singularity.d tree, bind-point directories and compatibility symlinks that an
 // Apptainer-built image carries, generated for an image converted from an OCI/Docker
-// image. Layout and semantics: shared/reference/apptainer-and-sif.md §3.1 and §3.2.
+// image. Layout and semantics: docs/running.md and docs/environment.md.
 // The scripts are capsa's own; they keep the conventions other runtimes look for
 // (file names, the `eval "set ${SINGULARITY_OCI_RUN}"` line of a docker runscript).
 

@@ -1,7 +1,7 @@
 #pragma once
 // The container metadata `capsa inspect` shows, read straight from the squashfs of a
 // SIF's primary partition (no mount), and its output in Apptainer's formats.
-// Sources inside the image: shared/reference/apptainer-and-sif.md §3.1.
+// Sources inside the image: docs/running.md (the /.singularity.d tree).
 
 #include <map>
 #include <string>

@@ -1,6 +1,6 @@
 #pragma once
 // The SIF of a `docker://` pull, laid out object for object as Apptainer writes it
-// (shared/reference/apptainer-and-sif.md §2.8): definition file, inspect metadata,
+// (docs/pull.md, docs/sif.md): definition file, inspect metadata,
 // OCI config, then the squashfs root file system as the primary system partition.
 
 #include <cstdint>

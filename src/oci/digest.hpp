@@ -1,6 +1,5 @@
 #pragma once
-// Content digests "algorithm:encoded" (image-spec descriptor.md; §B1 of
-// shared/reference/peers-and-registry-protocol.md). capsa accepts the registered
+// Content digests "algorithm:encoded" (OCI image-spec descriptor.md). capsa accepts the registered
 // algorithms it can verify, sha256 and sha512, and rejects anything else: a digest it
 // cannot check would defeat content addressing.
 

@@ -1,7 +1,7 @@
 #pragma once
 // The image configuration blob (image-spec config.md; Docker's uses the same keys):
 // what a container runs with, and the uncompressed digests of its layers.
-// Fields that matter at run time: shared/reference/peers-and-registry-protocol.md §B7.
+// Fields that matter at run time: OCI image-spec config.md.
 
 #include <cstddef>
 #include <map>

@@ -1,7 +1,7 @@
 #pragma once
 // Image indexes (OCI index, Docker manifest list) and image manifests (OCI manifest,
 // Docker schema 2), parsed from the exact bytes a registry sent and its Content-Type.
-// Rules: shared/reference/peers-and-registry-protocol.md §B2, §B3, §B7. Hash the bytes
+// Rules: OCI image-spec manifest.md and image-index.md, Docker schema 2. Hash the bytes
 // (Digest::matches) before or after parsing; parsing never re-serialises them.
 
 #include <cstddef>

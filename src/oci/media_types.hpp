@@ -1,6 +1,6 @@
 #pragma once
 // Media types of the OCI image spec and of Docker's schema 2, and what capsa does with
-// them. Source: shared/reference/peers-and-registry-protocol.md §B3 and §B7.
+// them. Source: OCI image-spec media-types.md and Docker's Image Manifest V2 Schema 2.
 
 #include <optional>
 #include <string>

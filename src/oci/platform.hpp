@@ -1,6 +1,6 @@
 #pragma once
 // Platforms ("linux/arm64/v8") as registries name them, the host's, and how they match.
-// Source: shared/reference/peers-and-registry-protocol.md §B4 (image-spec image-index.md).
+// Source: OCI image-spec image-index.md (platform object).
 
 #include <optional>
 #include <string>

@@ -1,6 +1,5 @@
 #pragma once
-// Choosing the manifest for a platform from an index (§B4 of
-// shared/reference/peers-and-registry-protocol.md; image-spec image-index.md).
+// Choosing the manifest for a platform from an index (OCI image-spec image-index.md).
 
 #include <string_view>
 

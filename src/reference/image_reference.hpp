@@ -1,7 +1,7 @@
 #pragma once
 // Image references as users write them after `docker://`: [host[:port]/]path[:tag][@digest].
-// Grammar and Docker Hub normalisation: shared/reference/peers-and-registry-protocol.md §B1;
-// default file names: shared/reference/apptainer-and-sif.md §1.6.
+// Grammar and Docker Hub normalisation: distribution/reference (reference.go, normalize.go);
+// default file names: docs/pull.md.
 
 #include <optional>
 #include <string>

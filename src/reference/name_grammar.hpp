@@ -1,5 +1,5 @@
 #pragma once
-// The distribution reference grammar (§B1 of shared/reference/peers-and-registry-protocol.md),
+// The distribution reference grammar (distribution/reference's reference.go grammar),
 // checked by hand: each rule is a few lines, and libstdc++'s std::regex recurses per
 // character, which a long hostile reference can turn into a stack overflow.
 // Each function returns why `text` is invalid, or nothing when it is valid.

@@ -1,7 +1,7 @@
 #pragma once
 // The /bin/sh program that turns the composed environment into the process's final one
 // and starts the action, in the order Apptainer's action script uses
-// (shared/reference/apptainer-and-sif.md §3.3, §3.4):
+// (docs/environment.md; Apptainer's internal/pkg/util/fs/files/action_scripts.go):
 //   1. the variables capsa passed in are set aside and unset (PWD, HOME, OPTIND, UID,
 //      GID, APPTAINER_NAME/CONTAINER/INSTANCE, SINGULARITY_APPNAME/SHELL stay), so the
 //      image's scripts see none of the host's values;

@@ -3,7 +3,7 @@
 //   -B/--bind SRC[:DEST[:OPTS]][,SRC2...]   (OPTS: ro, rw, image-src=PATH, id=N; `\,` `\:` `\\` escape)
 //   --mount type=bind,src=...,dst=...[,ro][,image-src=...][,id=N]   (CSV, quotes allowed)
 //   SINGULARITY_BIND / APPTAINER_BIND / *_BINDPATH   (same syntax as -B)
-// Reference: shared/reference/apptainer-and-sif.md §1.2 and §5.2.
+// Reference: docs/running.md; Apptainer's user guide, "Bind Paths and Mounts".
 
 #include <map>
 #include <optional>

@@ -1,6 +1,6 @@
 #pragma once
 // The environment a container's process starts with, composed as Apptainer does
-// (shared/reference/apptainer-and-sif.md §3.4): the host's variables (or almost none with
+// (docs/environment.md): the host's variables (or almost none with
 // --cleanenv), HOME and a default PATH, the APPTAINER_/SINGULARITY_ variables that
 // describe the container, and the variables the user injects (APPTAINERENV_X,
 // SINGULARITYENV_X, --env, --env-file), which are applied after the image's own

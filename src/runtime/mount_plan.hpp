@@ -1,7 +1,7 @@
 #pragma once
 // What a container sees, as data: the list of mounts placed over the image root, built
 // from the options and the host's state by a pure function, so it can be tested without
-// privileges and printed with --debug. shared/reference/apptainer-and-sif.md §5.1, §5.3.
+// privileges and printed with --debug. docs/running.md.
 #include <string>
 #include <vector>
 

@@ -3,7 +3,7 @@
 // like everyone else, also a user namespace mapping only itself). Anyone else: a user
 // namespace in which they keep their own uid and gid (no root inside, no setuid helper),
 // plus a mount namespace. Network, IPC and PID namespaces stay the host's: MPI and NCCL
-// need them (shared/reference/apptainer-and-sif.md §5.7, test-infrastructure-notes.md).
+// need them (docs/running.md, docs/mpi-and-slurm.md).
 #include <sys/types.h>
 
 namespace capsa::runtime {

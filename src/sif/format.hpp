@@ -1,6 +1,6 @@
 #pragma once
 // SIF (Singularity Image Format) 2.x: constants, enumerations and their names.
-// Layout reference: shared/reference/apptainer-and-sif.md §2. All integers are
+// Layout: docs/sif.md and the reference Go implementation (github.com/apptainer/sif). All integers are
 // little-endian and structures are packed.
 
 #include <cstdint>

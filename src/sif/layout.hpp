@@ -1,6 +1,6 @@
 #pragma once
 // The two on-disk records of a SIF file, decoded into plain structs, and back.
-// Field order and sizes: shared/reference/apptainer-and-sif.md §2.1 and §2.2.
+// Field order and sizes: docs/sif.md (apptainer/sif's pkg/sif sif.go).
 
 #include <array>
 #include <cstdint>

@@ -1,6 +1,6 @@
 #pragma once
 // Creating and modifying SIF files with the reference implementation's layout rules
-// (shared/reference/apptainer-and-sif.md §2.6): objects are appended at the end of the
+// (docs/sif.md; apptainer/sif's pkg/sif create.go): objects are appended at the end of the
 // data section, aligned (4096 for partitions by default), into the first free slot.
 
 #include <cstdint>

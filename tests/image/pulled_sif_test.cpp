@@ -20,7 +20,7 @@ namespace {
 
 PulledSifParts busybox_like_parts() {
   PulledSifParts parts;
-  parts.squashfs_path = test::shared_fixtures() + "/sif/input/root.squashfs";
+  parts.squashfs_path = test::upstream_fixtures() + "/sif/input/root.squashfs";
   parts.source.config = {{"Env", {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}},
                          {"Cmd", {"sh"}}};
   parts.source.reference = "busybox:1.36";

@@ -1,5 +1,5 @@
 // The environment a container's process starts with, composed as Apptainer composes it
-// (issue 4 item 5; shared/reference/apptainer-and-sif.md §1.5, §3.4; docs/environment.md
+// (docs/environment.md
 // names the test of each rule). Root and test user.
 #include <gtest/gtest.h>
 #include <unistd.h>

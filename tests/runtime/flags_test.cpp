@@ -1,6 +1,6 @@
 // The action flags of issue 4 item 4 (except --writable and --no-mount), each checked
 // from inside the container against the meaning Apptainer gives it
-// (shared/reference/apptainer-and-sif.md §1.2, §5.2-§5.5, §5.7). Root and test user.
+// (docs/running.md). Root and test user.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>

@@ -1,5 +1,5 @@
 // Images users already have (issue 4 item 6): the busybox SIF that Singularity 3.8.1
-// pulled (shared/fixtures/sif/real, see its README) with every action, and run as
+// pulled (tests/fixtures/upstream/sif/real, see its README) with every action, and run as
 // `./image.sif ARGS` through its `#!/usr/bin/env run-singularity` launch line.
 // The Debian image with python3 from the test registry is in debian_image_test.cpp.
 #include <gtest/gtest.h>

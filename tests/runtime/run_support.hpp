@@ -12,7 +12,7 @@
 
 namespace capsa::runtime::testing {
 
-// The Singularity 3.8.1-pulled busybox image (shared/fixtures/sif/real).
+// The Singularity 3.8.1-pulled busybox image (tests/fixtures/upstream/sif/real).
 std::string busybox_sif();
 
 // `capsa ARGS...` with `env` entries "NAME=VALUE" added to (or "-u NAME" removed from)

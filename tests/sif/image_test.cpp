@@ -1,5 +1,5 @@
 // Reading the upstream-made fixtures: every fact asserted here is documented in
-// shared/fixtures/sif/README.md and was produced by the reference Go implementation.
+// tests/fixtures/upstream/sif/README.md and was produced by the reference Go implementation.
 #include "sif/image.hpp"
 
 #include <gtest/gtest.h>
@@ -76,7 +76,7 @@ TEST(SifImage, FindsThePrimaryPartitionByDescriptorNotPosition) {
   EXPECT_EQ(primary->id, 2u);
   EXPECT_EQ(primary->offset, 36864);
   EXPECT_EQ(primary->size, 4096);
-  EXPECT_EQ(image.read_object(*primary), test::read_file(test::shared_fixtures() + "/sif/input/root.squashfs"));
+  EXPECT_EQ(image.read_object(*primary), test::read_file(test::upstream_fixtures() + "/sif/input/root.squashfs"));
   EXPECT_EQ(image.header().arch_name(), "386");
 }
 
@@ -87,7 +87,7 @@ TEST(SifImage, ReadsGroupsAndExt3Partitions) {
   EXPECT_EQ(ext3.partition().fs_type, FsType::Ext3);
   EXPECT_EQ(ext3.partition().part_type, PartType::System);
   EXPECT_EQ(ext3.partition().arch, "amd64");
-  EXPECT_EQ(image.read_object(ext3), test::read_file(test::shared_fixtures() + "/sif/input/root.ext3"));
+  EXPECT_EQ(image.read_object(ext3), test::read_file(test::upstream_fixtures() + "/sif/input/root.ext3"));
 }
 
 TEST(SifImage, ReadsLegacyObjectLinksAndPaddedOffsets) {
@@ -133,7 +133,7 @@ TEST(SifImage, UnknownIdIsAClearError) {
 
 TEST(SifImage, DetectsSifMagicLikeApptainer) {
   EXPECT_TRUE(looks_like_sif(sif_fixture("real/busybox_amd64.sif")));
-  EXPECT_FALSE(looks_like_sif(test::shared_fixtures() + "/sif/input/root.squashfs"));
+  EXPECT_FALSE(looks_like_sif(test::upstream_fixtures() + "/sif/input/root.squashfs"));
   EXPECT_FALSE(looks_like_sif("/nonexistent/file.sif"));
 }
 

@@ -188,7 +188,7 @@ std::string without_ids_and_times(std::string bytes) {
 
 TEST_F(SiftoolOracle, FilesWrittenByEitherToolAreIdenticalAndReadTheSameByBoth) {
   TempDir dir;
-  std::string input = test::shared_fixtures() + "/sif/input/";
+  std::string input = test::upstream_fixtures() + "/sif/input/";
   std::string deffile = dir.write("recipe.def", "Bootstrap: docker\nFrom: busybox\n");
   std::string labels = dir.write("labels.json", "{\"a\":\"b\"}");
   std::string env = dir.write("env.sh", "export A=1\n");
@@ -222,7 +222,7 @@ TEST_F(SiftoolOracle, FilesWrittenByEitherToolAreIdenticalAndReadTheSameByBoth) 
 
 TEST_F(SiftoolOracle, PrimaryPartitionSetByCapsaIsReadBySiftool) {
   TempDir dir;
-  std::string input = test::shared_fixtures() + "/sif/input/";
+  std::string input = test::upstream_fixtures() + "/sif/input/";
   std::string sif = dir / "image.sif";
   capsa({"new", sif});
   capsa({"add", "--datatype", "4", "--partfs", "1", "--parttype", "2", "--partarch", "2", "--groupid", "1", sif,

@@ -24,7 +24,7 @@ ObjectInput bytes_input(DataType type, std::string data) {
   return input;
 }
 
-std::string squashfs_fixture() { return test::shared_fixtures() + "/sif/input/root.squashfs"; }
+std::string squashfs_fixture() { return test::upstream_fixtures() + "/sif/input/root.squashfs"; }
 
 TEST(SifWriter, CreatesAnImageLikeApptainerLaysItOut) {
   TempDir dir;

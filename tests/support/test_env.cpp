@@ -18,10 +18,10 @@ std::string required_env(const char* name) {
 }
 }  // namespace
 
-std::string shared_fixtures() { return required_env("CAPSA_SHARED_FIXTURES"); }
+std::string upstream_fixtures() { return required_env("CAPSA_UPSTREAM_FIXTURES"); }
 std::string built_fixtures() { return required_env("CAPSA_TEST_FIXTURES"); }
 std::string capsa_binary() { return required_env("CAPSA_BINARY"); }
-std::string sif_fixture(const std::string& relative) { return shared_fixtures() + "/sif/" + relative; }
+std::string sif_fixture(const std::string& relative) { return upstream_fixtures() + "/sif/" + relative; }
 
 bool have_program(const std::string& name) {
   const char* path = std::getenv("PATH");

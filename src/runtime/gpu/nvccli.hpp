@@ -1,7 +1,6 @@
 #pragma once
 // `--nvccli`: the driver is set up in the container's root by libnvidia-container's
-// `nvidia-container-cli configure`, as Apptainer does (shared/reference/apptainer-and-sif.md
-// §4.3), instead of by capsa's own list.
+// `nvidia-container-cli configure`, as Apptainer does (docs/gpu.md), instead of by capsa's own list.
 #include <string>
 #include <vector>
 

@@ -1,6 +1,6 @@
 #pragma once
 // The list of NVIDIA driver files `--nv` brings in (etc/nvliblist.conf, the same entries
-// as Apptainer's; shared/reference/apptainer-and-sif.md §4.1).
+// as Apptainer's; docs/gpu.md).
 #include <string>
 #include <vector>
 
