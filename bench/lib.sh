@@ -5,7 +5,7 @@
 bench_fixtures=/var/tmp/capsa-test-fixtures
 
 # registry_start STATE FIRST_PORT: builds the test fixtures (or reuses them) and starts a
-# private test registry (tests/registry/start.sh) with its state in STATE, on
+# private test registry (tests/test_registries/start.sh) with its state in STATE, on
 # FIRST_PORT..FIRST_PORT+3 unless CAPSA_TEST_REGISTRY_*_PORT already name ports (other
 # people's registries run on the tests' ports). Sets $plain and $tls to the plain-HTTP and
 # the TLS (token) endpoints.
@@ -15,13 +15,13 @@ registry_start() {
          CAPSA_TEST_REGISTRY_AUTH_PORT=${CAPSA_TEST_REGISTRY_AUTH_PORT:-$(($2 + 2))} \
          CAPSA_TEST_REGISTRY_BASIC_PORT=${CAPSA_TEST_REGISTRY_BASIC_PORT:-$(($2 + 3))}
   "$root/tests/fixtures/build-all.sh" "$bench_fixtures" >/dev/null
-  "$root/tests/registry/start.sh" "$1" "$bench_fixtures" >/dev/null
+  "$root/tests/test_registries/start.sh" "$1" "$bench_fixtures" >/dev/null
   plain="127.0.0.1:$CAPSA_TEST_REGISTRY_PLAIN_PORT"
   tls="127.0.0.1:$CAPSA_TEST_REGISTRY_TOKEN_PORT"
 }
 
 # registry_stop STATE: stops the registry registry_start started there (if it did).
-registry_stop() { "$root/tests/registry/stop.sh" "$1" >/dev/null 2>&1 || true; }
+registry_stop() { "$root/tests/test_registries/stop.sh" "$1" >/dev/null 2>&1 || true; }
 
 # Bytes in use on the file system holding $work (every cache and temporary of a run).
 fs_used() { df --output=used -B1 "$work" | tail -1 | tr -d ' '; }

@@ -19,7 +19,7 @@
 #   IMAGE=path.sif   the image (default: the vendored busybox SIF fixture)
 #   CAPSA=path       the binary (default: build/src/cli/capsa)
 #   REGISTRY=host:port  a running plain test registry for the pulls (default: start a
-#                    private one with tests/registry/start.sh, as root, on ports 5124-5127
+#                    private one with tests/test_registries/start.sh, as root, on ports 5124-5127
 #                    or those in CAPSA_TEST_REGISTRY_{PLAIN,TOKEN,AUTH,BASIC}_PORT)
 # Smoke run: bench/load.sh 64 16 8 6
 set -eu

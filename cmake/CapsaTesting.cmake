@@ -5,8 +5,9 @@
 #     CAPSA_UPSTREAM_FIXTURES  tests/fixtures/upstream (upstream-made files, vendored, read-only)
 #     CAPSA_TEST_FIXTURES    fixtures built by tests/fixtures/*.sh (cached by script hash)
 #     CAPSA_BINARY           the capsa CLI under test
-#   REGISTRY: the suite needs the test registries (tests/registry/start.sh, started once by
-#   the registry.start test, stopped by registry.stop) and also sees
+#     CAPSA_BUILD_DIR        this build folder (the relocated-install test installs from it)
+#   REGISTRY: the suite needs the test registries (tests/test_registries/start.sh, started once by
+#   the test_registries.start test, stopped by test_registries.stop) and also sees
 #     CAPSA_TEST_REGISTRY        127.0.0.1:PORT  plain HTTP, no auth
 #     CAPSA_TEST_REGISTRY_TOKEN  127.0.0.1:PORT  HTTPS + Bearer token auth
 #     CAPSA_TEST_REGISTRY_AUTH   https://127.0.0.1:PORT/token  its token service
@@ -14,10 +15,15 @@
 #     CAPSA_TEST_CA              the CA (PEM) that signed the HTTPS servers' certificate
 #     CAPSA_TEST_REGISTRY_STATE  the state folder (env, env.json with the API key and the
 #                                Basic password, which exist only once the servers run)
-#     CAPSA_TEST_REGISTRY_TOOLS  tests/registry (umoci-unpack.sh, tree-manifest.py)
+#     CAPSA_TEST_REGISTRY_TOOLS  tests/test_registries (umoci-unpack.sh, tree-manifest.py)
 set(CAPSA_UPSTREAM_FIXTURE_DIR "${CMAKE_SOURCE_DIR}/tests/fixtures/upstream" CACHE PATH "Upstream-made fixtures vendored in the repository")
 # /var/tmp survives reboots and, unlike root's home, is readable by the unprivileged test user.
 set(CAPSA_TEST_FIXTURE_DIR "/var/tmp/capsa-test-fixtures" CACHE PATH "Where generated test fixtures are cached")
+
+# `cmake --install` writes its manifest into the build folder; the unprivileged test user
+# installs from this root-owned build too (tests/cli/relocated_install_test.cpp).
+file(TOUCH "${CMAKE_BINARY_DIR}/install_manifest.txt")
+file(CHMOD "${CMAKE_BINARY_DIR}/install_manifest.txt" PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ GROUP_WRITE WORLD_READ WORLD_WRITE)
 
 # The registries listen on fixed ports on 127.0.0.1; two checkouts testing at once need
 # different ports.
@@ -33,14 +39,14 @@ set(_capsa_registry_ports
   "CAPSA_TEST_REGISTRY_TOKEN_PORT=${CAPSA_TEST_REGISTRY_TOKEN_PORT}"
   "CAPSA_TEST_REGISTRY_AUTH_PORT=${CAPSA_TEST_REGISTRY_AUTH_PORT}"
   "CAPSA_TEST_REGISTRY_BASIC_PORT=${CAPSA_TEST_REGISTRY_BASIC_PORT}")
-add_test(NAME registry.start
-         COMMAND "${CMAKE_SOURCE_DIR}/tests/registry/start.sh" "${CAPSA_TEST_REGISTRY_STATE_DIR}"
+add_test(NAME test_registries.start
+         COMMAND "${CMAKE_SOURCE_DIR}/tests/test_registries/start.sh" "${CAPSA_TEST_REGISTRY_STATE_DIR}"
                  "${CAPSA_TEST_FIXTURE_DIR}")
-set_tests_properties(registry.start PROPERTIES FIXTURES_SETUP capsa_registry FIXTURES_REQUIRED capsa_fixtures
+set_tests_properties(test_registries.start PROPERTIES FIXTURES_SETUP capsa_registry FIXTURES_REQUIRED capsa_fixtures
                      ENVIRONMENT "${_capsa_registry_ports}" TIMEOUT 1200)
-add_test(NAME registry.stop
-         COMMAND "${CMAKE_SOURCE_DIR}/tests/registry/stop.sh" "${CAPSA_TEST_REGISTRY_STATE_DIR}")
-set_tests_properties(registry.stop PROPERTIES FIXTURES_CLEANUP capsa_registry)
+add_test(NAME test_registries.stop
+         COMMAND "${CMAKE_SOURCE_DIR}/tests/test_registries/stop.sh" "${CAPSA_TEST_REGISTRY_STATE_DIR}")
+set_tests_properties(test_registries.stop PROPERTIES FIXTURES_CLEANUP capsa_registry)
 
 # A private Slurm cluster (tests/slurm/start.sh: munge, slurmctld, logical nodes n1, n2),
 # on ports 6900..6919 unless told otherwise; two checkouts testing at once need different
@@ -66,7 +72,8 @@ function(capsa_add_test_suite name)
   set(env
     "CAPSA_UPSTREAM_FIXTURES=${CAPSA_UPSTREAM_FIXTURE_DIR}"
     "CAPSA_TEST_FIXTURES=${CAPSA_TEST_FIXTURE_DIR}"
-    "CAPSA_BINARY=$<TARGET_FILE:capsa>")
+    "CAPSA_BINARY=$<TARGET_FILE:capsa>"
+    "CAPSA_BUILD_DIR=${CMAKE_BINARY_DIR}")
   set(fixtures capsa_fixtures)
   if(ARG_REGISTRY)
     list(APPEND fixtures capsa_registry)
@@ -77,7 +84,7 @@ function(capsa_add_test_suite name)
       "CAPSA_TEST_REGISTRY_BASIC=127.0.0.1:${CAPSA_TEST_REGISTRY_BASIC_PORT}"
       "CAPSA_TEST_CA=${CAPSA_TEST_REGISTRY_STATE_DIR}/ca.pem"
       "CAPSA_TEST_REGISTRY_STATE=${CAPSA_TEST_REGISTRY_STATE_DIR}"
-      "CAPSA_TEST_REGISTRY_TOOLS=${CMAKE_SOURCE_DIR}/tests/registry")
+      "CAPSA_TEST_REGISTRY_TOOLS=${CMAKE_SOURCE_DIR}/tests/test_registries")
   endif()
   if(ARG_SLURM)
     list(APPEND fixtures capsa_slurm)

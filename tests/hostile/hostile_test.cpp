@@ -23,7 +23,7 @@
 #include <set>
 
 #include "image/metadata.hpp"
-#include "registry_client/testbed.hpp"
+#include "registry/testbed.hpp"
 #include "sif/image.hpp"
 #include "squashfs/reader.hpp"
 #include "support/cache_check.hpp"

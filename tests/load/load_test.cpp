@@ -12,7 +12,7 @@
 #include <map>
 #include <set>
 
-#include "registry_client/testbed.hpp"
+#include "registry/testbed.hpp"
 #include "support/background.hpp"
 #include "support/cache_check.hpp"
 #include "support/leaks.hpp"

@@ -1,4 +1,4 @@
-// `capsa pull` end to end against the real test registries (tests/registry): plain HTTP,
+// `capsa pull` end to end against the real test registries (tests/test_registries): plain HTTP,
 // TLS + Bearer tokens the way nvcr.io does them, TLS + Basic; then the SIF is checked
 // with siftool, inspected, run, and its root file system compared file by file with
 // what umoci unpacks from the same image.
@@ -49,7 +49,7 @@ class Pull : public ::testing::Test {
 
 std::string siftool_list(const std::string& sif) { return run_process({"siftool", "list", sif}).out; }
 
-// The root file system of a pulled SIF, listed by tests/registry/tree-manifest.py.
+// The root file system of a pulled SIF, listed by tests/test_registries/tree-manifest.py.
 std::string tree_of_sif(const std::string& sif, const TempDir& dir) {
   sif::Image image = sif::Image::open(sif);
   std::string part = dir / "partition.squashfs";

@@ -1,5 +1,5 @@
 // `capsa pull` under faults, end to end: the real test registry behind
-// tests/registry_client/fault_proxy.py (throttled, stalled, cut, failing, corrupting), the
+// tests/registry/fault_proxy.py (throttled, stalled, cut, failing, corrupting), the
 // capsa binary killed or interrupted in the middle, and a cache on a full file system.
 // Each test asserts what is left behind (output, temporaries, cache) and that a re-run
 // completes, downloading only what is missing.
@@ -17,7 +17,7 @@
 #include <set>
 #include <thread>
 
-#include "registry_client/testbed.hpp"
+#include "registry/testbed.hpp"
 #include "sif/image.hpp"
 #include "support/background.hpp"
 #include "support/cache_check.hpp"

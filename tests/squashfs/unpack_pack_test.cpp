@@ -1,7 +1,7 @@
 // unpack_to_directory and pack_directory: directory -> squashfs -> directory and
 // SIF -> directory -> squashfs keep every type, mode, owner, link and time; hostile
 // images never write outside the target. Trees are compared with
-// tests/registry/tree-manifest.py (type, mode, owner, size, content hash, link target,
+// tests/test_registries/tree-manifest.py (type, mode, owner, size, content hash, link target,
 // link count), squashfs images through sqfs2tar (squashfs-tools-ng), which reads them
 // independently of capsa.
 #include <gtest/gtest.h>

@@ -1,5 +1,5 @@
 """Pushing to a plain-HTTP registry through the registry API itself, for the test
-scripts that build images (tests/registry_client/push_test_image.py,
+scripts that build images (tests/registry/push_test_image.py,
 tests/hostile/hostile_image.py). Those run as scripts and import this module by
 putting tests/support on sys.path."""
 import hashlib

@@ -21,7 +21,7 @@ TestRegistry load() {
   const std::string path = std::string(state) + "/env.json";
   std::ifstream in(path);
   if (!in) {
-    ADD_FAILURE() << path << " is missing; the registry.start test did not run or failed";
+    ADD_FAILURE() << path << " is missing; the test_registries.start test did not run or failed";
     return registry;
   }
   const auto values = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);

@@ -1,5 +1,5 @@
 #pragma once
-// The test registries (tests/registry/start.sh) as a suite declared with
+// The test registries (tests/test_registries/start.sh) as a suite declared with
 // `capsa_add_test_suite(NAME ... REGISTRY)` sees them.
 #include <string>
 
@@ -15,7 +15,7 @@ struct TestRegistry {
   std::string api_key;         // password for user `$oauthtoken` (and `short-lived`)
   std::string basic_user;      // credentials of the Basic registry
   std::string basic_password;  // contains a ':'
-  std::string tools;           // tests/registry: umoci-unpack.sh, tree-manifest.py
+  std::string tools;           // tests/test_registries: umoci-unpack.sh, tree-manifest.py
 };
 
 // Read from $CAPSA_TEST_REGISTRY_STATE/env.json, written by start.sh; a test failure

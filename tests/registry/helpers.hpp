@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "registry/client.hpp"
-#include "registry_client/testbed.hpp"
+#include "registry/testbed.hpp"
 
 namespace capsa::registry {
 

@@ -1,4 +1,4 @@
-// The test registries themselves (tests/registry/start.sh): what every pull test relies
+// The test registries themselves (tests/test_registries/start.sh): what every pull test relies
 // on. Talks to the real servers with the curl CLI; secrets go to curl on stdin (-K -).
 #include <gtest/gtest.h>
 #include <unistd.h>

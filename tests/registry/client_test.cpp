@@ -7,7 +7,7 @@
 
 #include "oci/digest.hpp"
 #include "oci/media_types.hpp"
-#include "registry_client/helpers.hpp"
+#include "registry/helpers.hpp"
 
 namespace capsa::registry {
 namespace {

@@ -1,6 +1,6 @@
 #pragma once
 // What the registry client tests run against: the project's test registries
-// (tests/registry/start.sh; plain, TLS + Bearer token, TLS + Basic, sharing one storage),
+// (tests/test_registries/start.sh; plain, TLS + Bearer token, TLS + Basic, sharing one storage),
 // an image with fresh random content pushed to them once per run, and fault_proxy.py in
 // front of the plain registry for the failures a real registry will not produce on demand.
 #include <memory>

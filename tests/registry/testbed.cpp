@@ -1,4 +1,4 @@
-#include "registry_client/testbed.hpp"
+#include "registry/testbed.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -23,7 +23,7 @@ std::string env_or_empty(const char* name) {
   return value == nullptr ? "" : value;
 }
 
-std::string here() { return std::string(CAPSA_REGISTRY_CLIENT_TEST_DIR); }
+std::string here() { return std::string(CAPSA_REGISTRY_TEST_DIR); }
 
 PushedImage push_image(const std::string& registry, const std::string& repository) {
   auto result = run_process({"/usr/bin/python3", here() + "/push_test_image.py", registry, repository}, "", 60);

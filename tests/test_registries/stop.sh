@@ -1,5 +1,5 @@
 #!/bin/sh
-# Stops exactly the processes tests/registry/start.sh started for STATE_DIR (pid files,
+# Stops exactly the processes tests/test_registries/start.sh started for STATE_DIR (pid files,
 # checked against each process's command line). The storage is kept for the next start.
 # Usage: stop.sh STATE_DIR
 set -eu

@@ -7,7 +7,7 @@
 #include <fstream>
 
 #include "oci/digest.hpp"
-#include "registry_client/helpers.hpp"
+#include "registry/helpers.hpp"
 #include "support/temp_dir.hpp"
 
 namespace capsa::registry {
