@@ -1,5 +1,7 @@
 #include "cli/forward.hpp"
 
+#include "util/install_layout.hpp"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,17 +16,12 @@ namespace {
 
 char** remembered = nullptr;
 
-// Beside this binary (a build tree, or a bin/ holding both), else where `make install`
-// puts it.
+// Beside this binary, in its prefix's libexec/capsa, else where it was configured to go.
 std::string full_binary() {
-  std::array<char, 4096> self{};
-  ssize_t n = ::readlink("/proc/self/exe", self.data(), self.size() - 1);
-  if (n > 0) {
-    std::string path(self.data(), static_cast<std::size_t>(n));
-    std::string beside = path.substr(0, path.rfind('/') + 1) + "capsa-full";
-    if (::access(beside.c_str(), X_OK) == 0) return beside;
-  }
-  return CAPSA_LIBEXECDIR "/capsa/capsa-full";
+  std::vector<std::string> candidates = libexec_candidates("capsa-full");
+  for (const std::string& path : candidates)
+    if (::access(path.c_str(), X_OK) == 0) return path;
+  return candidates.back();
 }
 
 }  // namespace

@@ -2,11 +2,11 @@
 
 #include <unistd.h>
 
-#include <climits>
 #include <cstdlib>
 #include <sstream>
 
 #include "util/error.hpp"
+#include "util/install_layout.hpp"
 
 namespace capsa::runtime::gpu {
 namespace {
@@ -16,16 +16,6 @@ std::string trim(const std::string& s) {
   auto begin = s.find_first_not_of(space);
   if (begin == std::string::npos) return "";
   return s.substr(begin, s.find_last_not_of(space) - begin + 1);
-}
-
-bool readable(const std::string& path) { return ::access(path.c_str(), R_OK) == 0; }
-
-std::string executable_dir() {
-  char buf[PATH_MAX];
-  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) return "";
-  std::string exe(buf, static_cast<std::size_t>(n));
-  return exe.substr(0, exe.find_last_of('/'));
 }
 
 }  // namespace
@@ -46,14 +36,12 @@ DriverFileList parse_driver_file_list(const std::string& text) {
 
 std::string driver_file_list_path() {
   if (const char* forced = std::getenv("CAPSA_NVLIBLIST"); forced && *forced) return forced;
-  std::vector<std::string> candidates;
-  if (std::string dir = executable_dir(); !dir.empty()) candidates.push_back(dir + "/../etc/capsa/nvliblist.conf");
-  candidates.push_back(std::string(CAPSA_SYSCONFDIR) + "/capsa/nvliblist.conf");
+  std::vector<std::string> candidates = config_candidates("nvliblist.conf");
+  // A build tree has no etc/capsa: the shipped list in the source tree.
   candidates.push_back(std::string(CAPSA_SOURCE_DIR) + "/etc/nvliblist.conf");
-  for (const std::string& path : candidates)
-    if (readable(path)) return path;
-  throw Error("nvliblist.conf not found (looked in " + candidates.front() + " and " + CAPSA_SYSCONFDIR +
-              "/capsa); reinstall capsa or set CAPSA_NVLIBLIST");
+  if (std::string path = first_readable(candidates); !path.empty()) return path;
+  throw Error("nvliblist.conf not found (looked in " + candidates.front() + " and " + candidates[1] +
+              "); reinstall capsa or set CAPSA_NVLIBLIST");
 }
 
 }  // namespace capsa::runtime::gpu

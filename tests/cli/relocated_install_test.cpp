@@ -1,0 +1,77 @@
+// A user without root installs capsa into a prefix of their own and moves it: the moved
+// capsa still finds capsa-full and its configuration (src/util/install_layout.hpp), pulls
+// and runs. Root and test user.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "support/process.hpp"
+#include "support/temp_dir.hpp"
+#include "support/test_env.hpp"
+#include "support/test_registry.hpp"
+
+namespace capsa::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using test::run_process;
+
+std::string build_dir() {
+  const char* dir = std::getenv("CAPSA_BUILD_DIR");
+  return dir ? dir : "";
+}
+
+TEST(RelocatedInstall, AMovedPrefixPullsAndRuns) {
+  ASSERT_FALSE(build_dir().empty()) << "CAPSA_BUILD_DIR is not set; run through ctest";
+  test::TempDir work;
+  auto installed = run_process({"cmake", "--install", build_dir(), "--prefix", work / "first"}, "", 300);
+  ASSERT_EQ(installed.exit_code, 0) << installed.out << installed.err;
+
+  // The prefix moved as a whole: nothing may still point at "first".
+  fs::rename(work / "first", work / "moved");
+  const std::string capsa = work / "moved/bin/capsa";
+  for (const char* piece : {"bin/capsa", "bin/singularity", "libexec/capsa/capsa-full", "etc/capsa/nvliblist.conf"})
+    EXPECT_TRUE(fs::exists(work / "moved/" + piece)) << piece;
+
+  // `version` is capsa-full's: the runner must find the moved prefix's copy, not one the
+  // configured path may hold. A wrapper in its place records that it ran.
+  const std::string full = work / "moved/libexec/capsa/capsa-full";
+  fs::rename(full, full + ".real");
+  work.write("moved/libexec/capsa/capsa-full",
+             "#!/bin/sh\ntouch '" + (work / "full-ran") + "'\nexec '" + full + ".real' \"$@\"\n");
+  fs::permissions(full, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec | fs::perms::others_read |
+                            fs::perms::others_exec);
+  auto version = run_process({capsa, "version"});
+  EXPECT_EQ(version.exit_code, 0) << version.err;
+  EXPECT_EQ(version.out.rfind("capsa ", 0), 0u) << version.out;
+  EXPECT_TRUE(fs::exists(work / "full-ran")) << "the runner did not hand `version` to the moved capsa-full";
+
+  const auto& registry = test::test_registry();
+  const std::string sif = work / "busybox.sif";
+  auto pulled = run_process({"env", "CAPSA_CACHEDIR=" + (work / "cache"), capsa, "pull", "--nohttps", sif,
+                             "docker://" + registry.plain + "/public/busybox:1.0"});
+  ASSERT_EQ(pulled.exit_code, 0) << pulled.err;
+  auto ran = run_process({capsa, "exec", sif, "echo", "from the moved prefix"});
+  EXPECT_EQ(ran.exit_code, 0) << ran.err;
+  EXPECT_EQ(ran.out, "from the moved prefix\n");
+
+  // --nv reads the moved prefix's nvliblist.conf (not the configured path, which may hold
+  // another copy): a program listed only there is brought into the container.
+  {
+    std::ofstream list(work / "moved/etc/capsa/nvliblist.conf", std::ios::app);
+    list << "capsa-relocation-marker\n";
+  }
+  fs::create_directories(work / "bin");
+  const std::string marker = work.write("bin/capsa-relocation-marker", "#!/bin/sh\n");
+  fs::permissions(marker, fs::perms::owner_all | fs::perms::group_read | fs::perms::others_read);
+  const char* host_path = std::getenv("PATH");
+  auto nv = run_process({"env", "PATH=" + (work / "bin") + ":" + (host_path ? host_path : "/usr/bin:/bin"), capsa,
+                         "exec", "--nv", sif, "ls", "/usr/bin/capsa-relocation-marker"});
+  EXPECT_EQ(nv.exit_code, 0) << nv.out << nv.err;
+}
+
+}  // namespace
+}  // namespace capsa::cli
