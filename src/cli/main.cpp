@@ -10,6 +10,8 @@
 #include "cli/commands.hpp"
 #include "cli/invocation.hpp"
 #include "cli/run_app.hpp"
+#include "registry/credentials.hpp"
+#include "util/environment_block.hpp"
 #include "util/error.hpp"
 
 namespace {
@@ -48,6 +50,8 @@ bool reject_unimplemented(const capsa::cli::Invocation& inv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Before anything forks: a child forked without exec shows the environment block.
+  capsa::hide_inherited_values(capsa::registry::kSecretEnvironmentVariables);
   capsa::cli::Invocation inv = capsa::cli::resolve_invocation(argc, argv);
   CLI::App app{"capsa: run Singularity/Apptainer (SIF) and OCI containers on HPC clusters, unprivileged.",
                inv.program_name};

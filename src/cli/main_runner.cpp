@@ -6,8 +6,12 @@
 #include "cli/forward.hpp"
 #include "cli/invocation.hpp"
 #include "cli/run_app.hpp"
+#include "registry/credentials.hpp"
+#include "util/environment_block.hpp"
 
 int main(int argc, char** argv) {
+  // Before anything forks: a child forked without exec shows the environment block.
+  capsa::hide_inherited_values(capsa::registry::kSecretEnvironmentVariables);
   capsa::cli::remember_arguments(argv);
   capsa::cli::Invocation inv = capsa::cli::resolve_invocation(argc, argv);
   const std::string action = capsa::cli::local_action(inv.args);

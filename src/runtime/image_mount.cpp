@@ -12,11 +12,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <sstream>
 #include <vector>
 
 #include "runtime/loop_device.hpp"
 #include "squashfs/fuse_server.hpp"
+#include "util/environment_block.hpp"
 #include "util/error.hpp"
 #include "util/fd.hpp"
 #include "util/find_executable.hpp"
@@ -61,30 +61,6 @@ void await_server(const SquashfsLocation& image, const std::string& target, cons
   }
 }
 
-// A forked server has not exec'd: /proc/PID/environ still shows the environment capsa
-// started with, registry passwords included (APPTAINER_DOCKER_PASSWORD), for as long as
-// the container runs. That block, between the kernel's env_start and env_end
-// (/proc/self/stat fields 50 and 51), is zeroed; clearenv alone would only drop the
-// pointers to it.
-void wipe_inherited_environment() {
-  std::string stat;
-  try {
-    stat = read_whole_file("/proc/self/stat");
-  } catch (const Error&) {
-    return;
-  }
-  std::istringstream fields(stat.substr(stat.rfind(')') + 2));  // field 3 onwards
-  std::string field;
-  unsigned long long env_start = 0, env_end = 0;
-  for (int number = 3; fields >> field && number <= 51; ++number) {
-    if (number == 50) env_start = std::stoull(field);
-    if (number == 51) env_end = std::stoull(field);
-  }
-  ::clearenv();
-  if (env_start != 0 && env_end > env_start)
-    std::memset(reinterpret_cast<void*>(static_cast<std::uintptr_t>(env_start)), 0, env_end - env_start);
-}
-
 // Forks the process that serves `fuse`; `serve` runs in the child and returns its exit
 // status. The parent closes its copy of the connection, so that only the server holds
 // it: if the server dies, the kernel aborts the mount and accesses fail with ENOTCONN
@@ -104,6 +80,8 @@ void start_server(UniqueFd fuse, const SquashfsLocation& image, const std::strin
       ::dup2(null_fd, STDIN_FILENO);
       ::dup2(null_fd, STDOUT_FILENO);
     }
+    // Not exec'd: /proc/PID/environ would show capsa's inherited environment for as long
+    // as the container runs.
     wipe_inherited_environment();
     // Nothing may unwind into the caller's code: this child must never become a container.
     int status = 1;
