@@ -2,6 +2,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <sstream>
+
 #include "support/process.hpp"
 #include "support/temp_dir.hpp"
 #include "support/test_env.hpp"
@@ -37,6 +39,23 @@ TEST(Cli, VersionShowsVersionCommitAndFeatures) {
   EXPECT_EQ(result.out.rfind("capsa 0.", 0), 0u) << result.out;
   EXPECT_NE(result.out.find("commit:"), std::string::npos);
   EXPECT_NE(result.out.find("features:"), std::string::npos);
+}
+
+TEST(Cli, EveryFeatureVersionListsIsACommandHelpShows) {
+  auto version = run_process({test::capsa_binary(), "version"});
+  auto help = run_process({test::capsa_binary(), "--help"});
+  ASSERT_EQ(version.exit_code, 0);
+  std::istringstream lines(version.out.substr(version.out.find("features:\n") + 10));
+  std::string line;
+  int features = 0;
+  while (std::getline(lines, line) && line.rfind("  ", 0) == 0) {
+    ++features;
+    std::string name = line.substr(2, line.find(':') - 2);
+    // gpu and mpi are flags and launch modes of the actions, not commands of their own.
+    std::string command = name == "gpu" || name == "mpi" ? "exec" : name;
+    EXPECT_NE(help.out.find("  " + command), std::string::npos) << name << " is listed but capsa has no " << command;
+  }
+  EXPECT_GE(features, 7) << version.out;
 }
 
 TEST(Cli, UnknownCommandIsAUsageError) {
