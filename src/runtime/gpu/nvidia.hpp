@@ -1,8 +1,8 @@
 #pragma once
-// `--nv`: the host's NVIDIA driver as mount steps (docs/gpu.md): the listed libraries found in the ld.so cache, read-only under
-// /.singularity.d/libs; the listed programs found on PATH, at /usr/bin/<name>; the listed
-// files at their own paths; the /dev/nvidia* devices when /dev is contained (otherwise the
-// host's /dev is already there).
+// `--nv`: the host's NVIDIA driver as mount steps (docs/gpu.md): the listed libraries
+// found in the ld.so cache, read-only under /.singularity.d/libs; the listed programs
+// found on PATH, at /usr/bin/<name>; the listed files at their own paths; the
+// /dev/nvidia* devices when /dev is contained (otherwise the host's /dev is already there).
 #include <string>
 #include <vector>
 
