@@ -1,37 +1,52 @@
 #!/bin/sh
-# Installs everything capsa needs to build, test and benchmark on Debian 12, with apt-get.
-# Idempotent and quick when everything is already there. Run as root.
+# Installs what capsa needs on Debian 12, with apt-get. Idempotent and quick when
+# everything is already there. Run as root.
+#   install-deps.sh run    building capsa, running containers and the demo (setup.sh)
+#   install-deps.sh test   all of the above plus the test suite, fuzzers, benchmarks and
+#                          the tools tests compare capsa with (test.sh; the default)
 set -eu
 [ "$(id -u)" -eq 0 ] || { echo "install-deps.sh: run as root (it calls apt-get)" >&2; exit 1; }
+set_name=${1:-test}
+case "$set_name" in
+  run|test) ;;
+  *) echo "install-deps.sh: unknown set '$set_name' (use run or test)" >&2; exit 2 ;;
+esac
 
-# lib{zstd,lz4,lzma}-dev, zlib1g-dev: their archives are linked into the runner (src/cli/CMakeLists.txt)
-# libseccomp-dev: the emulated --fakeroot seccomp filter (build); uidmap: newuidmap/newgidmap for --fakeroot with subuid ranges
+# Building: lib{zstd,lz4,lzma}-dev and zlib1g-dev also give the archives linked into the
+# runner (src/cli/CMakeLists.txt); libseccomp-dev: the emulated --fakeroot filter.
 packages="
   build-essential cmake ninja-build pkg-config git
-  clang libclang-rt-14-dev
-  libgtest-dev libgmock-dev
   libcli11-dev nlohmann-json3-dev libssl-dev
-  libsquashfs-dev squashfs-tools-ng squashfs-tools
-  libzstd-dev liblz4-dev liblzma-dev zlib1g-dev
-  libarchive-dev libcurl4-openssl-dev libfuse3-dev fuse3 squashfuse
-  siftool hyperfine
-  util-linux passwd file busybox-static
-  docker-registry skopeo umoci debootstrap openssl curl zstd
-  python3-jwt python3-cryptography python3-bcrypt python3-zstandard
-  python3 tar gzip bc time charliecloud-builders charliecloud-runtime
-  crun
-  libseccomp-dev
-  uidmap
+  libsquashfs-dev libzstd-dev liblz4-dev liblzma-dev zlib1g-dev
+  libarchive-dev libcurl4-openssl-dev libfuse3-dev libseccomp-dev
 "
-packages="$packages openmpi-bin libopenmpi-dev"          # MPI: host mpirun, mpicc for mpi_app (tests/mpi, bench/mpi.sh)
-packages="$packages munge slurmctld slurmd slurm-client iproute2" # the private test Slurm cluster (tests/slurm; ss checks its ports)
+# Running: FUSE for unprivileged containers, newuidmap/newgidmap for --fakeroot with subuid
+# ranges. The demo: gensquashfs, a static busybox, and the local registry it pulls from.
+packages="$packages
+  fuse3 squashfuse uidmap util-linux passwd file
+  squashfs-tools-ng busybox-static
+  docker-registry openssl python3 python3-jwt python3-cryptography python3-bcrypt
+"
+if [ "$set_name" = test ]; then
+  # The suites, the fuzzers (clang), style checks, and the reference tools tests and
+  # benchmarks compare with (siftool, umoci, skopeo, Charliecloud, crun, squashfs-tools).
+  packages="$packages
+    clang libclang-rt-14-dev clang-format clang-tidy ccache
+    libgtest-dev libgmock-dev
+    squashfs-tools siftool hyperfine strace
+    skopeo umoci debootstrap curl zstd python3-zstandard tar gzip bc time
+    charliecloud-builders charliecloud-runtime crun
+  "
+  packages="$packages openmpi-bin libopenmpi-dev"          # MPI: host mpirun, mpicc for mpi_app (tests/mpi, bench/mpi.sh)
+  packages="$packages munge slurmctld slurmd slurm-client iproute2" # the private test Slurm cluster (tests/slurm; ss checks its ports)
+fi
 
 missing=""
 for p in $packages; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 done
 if [ -z "$missing" ]; then
-  echo "install-deps: all packages present"
+  echo "install-deps: all packages present ($set_name)"
   exit 0
 fi
 echo "install-deps: installing$missing"

@@ -1,12 +1,14 @@
 #!/bin/sh
 # Command 2 of the README (and all that .ci/run does): the whole test suite.
-# Installs what is missing, builds, creates the unprivileged test user, then runs ctest:
-# every suite as root and again as that user, the siftool oracle comparisons, and each
-# libFuzzer target for a short bounded time.
+# Installs what is missing, builds everything (tests and fuzzers too), creates the
+# unprivileged test user, checks the style of changed files, then runs ctest: every suite
+# as root and again as that user, the siftool oracle comparisons, and each libFuzzer
+# target for a short bounded time.
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
-"$root/scripts/install-deps.sh"
+"$root/scripts/install-deps.sh" test
 "$root/scripts/create-test-user.sh"
-"$root/scripts/build.sh"
+"$root/scripts/build.sh" all
+"$root/scripts/check-style.sh"
 cd "$root/build"
 ctest --output-on-failure -j "$(nproc)"
