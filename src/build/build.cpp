@@ -8,7 +8,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <iostream>
 #include <memory>
 #include <sstream>
 
@@ -28,6 +27,7 @@
 #include "util/error.hpp"
 #include "util/fd.hpp"
 #include "util/interrupt.hpp"
+#include "util/log.hpp"
 #include "util/path.hpp"
 
 namespace capsa::build {
@@ -298,7 +298,7 @@ BuildResult build(const BuildOptions& options, Progress& progress) {
   if (path_exists(options.target) && !options.force)
     throw Error("build target " + options.target + " already exists (use --force to replace it)");
   if (options.sandbox && options.target.ends_with(".sif"))
-    std::cerr << "capsa: warning: --sandbox writes a directory, although " << options.target << " ends in .sif\n";
+    log::warning("--sandbox writes a directory, although " + options.target + " ends in .sif");
 
   Context ctx{options, progress, choose_root_mode(options.fakeroot), options.source, {}};
   BuildResult result;

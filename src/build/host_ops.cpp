@@ -10,9 +10,9 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <iostream>
 
 #include "util/error.hpp"
+#include "util/log.hpp"
 #include "util/path.hpp"
 
 extern char** environ;
@@ -41,7 +41,7 @@ int run_program(const std::vector<std::string>& argv, const std::vector<std::str
     ::signal(SIGHUP, SIG_DFL);
     if (env.empty()) ::execvp(args[0], args.data());
     else ::execvpe(args[0], args.data(), envp.data());
-    std::fprintf(stderr, "capsa: error: cannot run %s: %s\n", argv[0].c_str(), std::strerror(errno));
+    log::error({"cannot run ", argv[0], ": ", std::strerror(errno)});
     ::_exit(127);
   }
   int status = 0;
@@ -127,7 +127,7 @@ BuildDirectory::~BuildDirectory() {
   try {
     remove_tree(mode_, path_);
   } catch (const std::exception& e) {
-    std::cerr << "capsa: warning: could not remove the build directory " << path_ << ": " << e.what() << "\n";
+    log::warning("could not remove the build directory " + path_ + ": " + e.what());
   }
 }
 

@@ -7,7 +7,6 @@
 
 #include <cerrno>
 #include <ctime>
-#include <iostream>
 
 #include <nlohmann/json.hpp>
 
@@ -17,6 +16,7 @@
 #include "runtime/container_root.hpp"
 #include "util/error.hpp"
 #include "util/fd.hpp"
+#include "util/log.hpp"
 #include "util/path.hpp"
 
 namespace capsa::build {
@@ -183,8 +183,7 @@ void write_stage_metadata(runtime::RootMode mode, const std::string& rootfs, con
       for (const auto& [key, value] : automatic) labels[key] = value;
       for (const auto& [key, value] : stage.labels) {
         if (labels.count(key) != 0 && automatic.count(key) == 0 && !context.force) {
-          std::cerr << "capsa: warning: label " << key
-                    << " already exists in the base image and --force was not given: not replaced\n";
+          log::warning("label " + key + " already exists in the base image and --force was not given: not replaced");
           continue;
         }
         labels[key] = value;

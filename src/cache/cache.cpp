@@ -19,6 +19,7 @@
 #include "cache/waiter.hpp"
 #include "util/atomic_file.hpp"
 #include "util/error.hpp"
+#include "util/log.hpp"
 
 namespace capsa::cache {
 namespace {
@@ -90,7 +91,6 @@ void write_cachedir_tag(const std::string& root) {
 
 Cache::Cache(std::string root) : root_(std::move(root)) {
   while (root_.size() > 1 && root_.back() == '/') root_.pop_back();
-  warn_ = [](const std::string& message) { std::fprintf(stderr, "WARNING: %s\n", message.c_str()); };
   with_context("cache " + root_, [&] {
     ensure_directory(root_, kPrivateDirMode);
     refuse_world_writable(root_);
@@ -106,8 +106,7 @@ Cache Cache::open_default() { return Cache(resolve_cache_location().root); }
 
 void Cache::warn_once_no_locking() {
   if (warned_no_locking_->exchange(true)) return;
-  if (warn_)
-    warn_("the filesystem of cache " + root_ +
+  log::warning("the filesystem of cache " + root_ +
           " refuses file locks (Lustre without -o flock?); concurrent pulls of one image will each download it");
 }
 

@@ -168,16 +168,12 @@ class Cache {
   // Removes what dead processes left in tmp/ (and, without locks, what is a week old).
   void sweep_temporaries();
 
-  // Called with one-line warnings (no locking available); default prints to stderr.
-  void set_warning_sink(std::function<void(const std::string&)> sink) { warn_ = std::move(sink); }
-
  private:
   std::string lock_path(const Key& key) const { return path_of(key) + ".lock"; }
   std::string partial_path(const Key& key) const { return path_of(key) + ".partial"; }
   void warn_once_no_locking();
 
   std::string root_;
-  std::function<void(const std::string&)> warn_;
   std::shared_ptr<std::atomic<bool>> warned_no_locking_ = std::make_shared<std::atomic<bool>>(false);
 };
 

@@ -12,6 +12,7 @@
 #include "runtime/launch.hpp"
 #include "sif/image.hpp"
 #include "util/error.hpp"
+#include "util/log.hpp"
 
 namespace capsa::cli {
 namespace {
@@ -73,7 +74,6 @@ runtime::ActionRequest request_from(const std::string& action, const ActionFlags
   if (auto files = env_value("ENV_FILE")) r.env_files.insert(r.env_files.begin(), *files);
   r.nv = f.nv || env_flag("NV");
   r.nvccli = f.nvccli || env_flag("NVCCLI");
-  r.debug = f.debug;
   return r;
 }
 
@@ -108,7 +108,10 @@ void add_action(CLI::App& app, const std::string& name, const std::string& descr
   if (name == "shell") cmd->add_option("-s,--shell", flags->shell, "Shell to run (also APPTAINER_SHELL)");
   cmd->footer("IMAGE is a SIF file, a sandbox directory, or docker://REF (pulled into the cache first).\n"
               "Everything after IMAGE is passed to the container.");
-  cmd->callback([cmd, flags, name] { runtime::launch(request_from(name, *flags, cmd->remaining())); });
+  cmd->callback([cmd, flags, name] {
+    if (flags->debug) log::set_level(log::Level::debug);  // the engine's debug messages (util/log.hpp)
+    runtime::launch(request_from(name, *flags, cmd->remaining()));
+  });
 }
 
 }  // namespace

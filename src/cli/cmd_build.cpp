@@ -13,6 +13,7 @@
 #include "util/error.hpp"
 #include "util/fd.hpp"
 #include "util/interrupt.hpp"
+#include "util/log.hpp"
 
 namespace capsa::cli {
 namespace {
@@ -121,7 +122,7 @@ void add_build_command(CLI::App& app) {
                 << "; nothing was written and the build directory was removed\n";
       std::exit(128 + interrupt_signal());
     }
-    for (const std::string& w : result.warnings) std::cerr << "capsa: warning: " << w << "\n";
+    for (const std::string& w : result.warnings) log::warning(w);
     if (!quiet) std::cerr << "capsa: build complete: " << result.target << "\n";
   });
 }

@@ -12,6 +12,7 @@
 #include "cache/cache.hpp"
 #include "cli/commands.hpp"
 #include "util/error.hpp"
+#include "util/log.hpp"
 
 namespace capsa::cli {
 namespace {
@@ -100,8 +101,7 @@ void print_clean_report(const cache::CleanReport& report, bool dry_run) {
     std::printf("%s %s %s (%s)\n", dry_run ? "Would remove" : "Removed", std::string(type_name(e.type)).c_str(),
                 shown_name(e).c_str(), cache_size(e.size).c_str());
   for (const auto& e : report.in_use)
-    std::fprintf(stderr, "WARNING: kept %s %s: another process is using or producing it\n",
-                 std::string(type_name(e.type)).c_str(), shown_name(e).c_str());
+    log::warning({"kept ", type_name(e.type), " ", shown_name(e), ": another process is using or producing it"});
   std::printf("%s %zu entr%s, %s\n", dry_run ? "Would remove" : "Removed", report.removed.size(),
               report.removed.size() == 1 ? "y" : "ies", cache_size(report.removed_bytes).c_str());
 }

@@ -29,6 +29,7 @@
 #include "util/error.hpp"
 #include "util/fd.hpp"
 #include "util/interrupt.hpp"
+#include "util/log.hpp"
 
 namespace capsa::pull {
 namespace {
@@ -51,7 +52,7 @@ struct Session {
   }
   void warn(const std::string& line) {
     warnings.push_back(line);
-    progress->note("WARNING: " + line);
+    log::warning(line);
   }
 };
 
@@ -98,7 +99,7 @@ std::unique_ptr<Session> open_session(const PullOptions& options, Progress& prog
     try {
       session->cache->sweep_temporaries();
     } catch (const Error& e) {
-      progress.note(std::string("WARNING: could not remove stale temporaries: ") + e.what());
+      log::warning(std::string("could not remove stale temporaries: ") + e.what());
     }
   }
   return session;
@@ -342,7 +343,7 @@ std::string in_subprocess(const PullOptions& options, Progress::Mode progress_mo
       std::string path = work(progress);
       write_all(write_end.get(), std::span(reinterpret_cast<const std::uint8_t*>(path.data()), path.size()));
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "capsa: error: %s\n", e.what());
+      log::error(e.what());
       status = interrupt_signal() != 0 ? 128 + interrupt_signal() : 1;
     }
     std::fflush(nullptr);

@@ -118,7 +118,7 @@ std::string dispatch(const std::string& action) {
            "if [ -x /bin/bash ]; then SHELL=/bin/bash; export SHELL; exec /bin/bash --norc \"$@\"; fi\n"
            "SHELL=/bin/sh; export SHELL; exec /bin/sh \"$@\"\n";
   return "if [ -x /.singularity.d/test ]; then exec /.singularity.d/test \"$@\"; fi\n"
-         "echo 'no test script in this container' >&2\n"
+         "echo 'INFO:    no test script in this container' >&2\n"  // as log::info (util/log.hpp)
          "exit 0\n";
 }
 

@@ -10,9 +10,9 @@
 
 #include <cerrno>
 #include <fstream>
-#include <iostream>
 
 #include "util/error.hpp"
+#include "util/log.hpp"
 #include "util/path.hpp"
 #include "util/fd.hpp"
 
@@ -275,8 +275,7 @@ void apply_step(int root_fd, const std::string& session, const MountStep& step, 
     if (step.user_requested)
       throw Error(step.target + " does not exist in the image, and --writable cannot create mount points " +
                   "(create it in the sandbox, or run without --writable)");
-    std::cerr << "WARNING: skipping the mount on " << step.target
-              << ": it does not exist in the image (--writable cannot create it)\n";
+    log::warning("skipping the mount on " + step.target + ": it does not exist in the image (--writable cannot create it)");
     return;
   }
   if (!target) {

@@ -208,7 +208,6 @@ int run_in_user_namespace(RootMode requested, const std::function<int()>& body) 
   }
   Pipe ready, mapped, errors;
   std::cout.flush();
-  std::cerr.flush();
   const pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) throw_errno("fork");
@@ -234,7 +233,6 @@ int run_in_user_namespace(RootMode requested, const std::function<int()>& body) 
       write_all(errors.write.get(), {reinterpret_cast<const std::uint8_t*>(message.data()), message.size()});
     }
     std::cout.flush();
-    std::cerr.flush();
     ::_exit(status);
   }
   ready.write.reset();

@@ -9,7 +9,6 @@
 
 #include <array>
 #include <cerrno>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -20,6 +19,7 @@
 #include "util/error.hpp"
 #include "util/fd.hpp"
 #include "util/find_executable.hpp"
+#include "util/log.hpp"
 
 namespace capsa::runtime {
 namespace {
@@ -88,7 +88,7 @@ void start_server(UniqueFd fuse, const SquashfsLocation& image, const std::strin
     try {
       status = serve(fuse.get());
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "capsa: FUSE server (%s) failed: %s\n", name, e.what());
+      log::error({"FUSE server (", name, ") failed: ", e.what()});
     } catch (...) {
     }
     ::_exit(status);
@@ -117,8 +117,7 @@ void mount_with_squashfuse(const SquashfsLocation& image, const std::string& tar
     std::array<const char*, 7> argv = {"squashfuse_ll", "-f", "-o", offset.c_str(), image.file.c_str(),
                                        mountpoint.c_str(), nullptr};
     ::execve(program.c_str(), const_cast<char* const*>(argv.data()), clean_environment);
-    std::fprintf(stderr, "capsa: cannot run %s: %s (install the squashfuse package, or unset CAPSA_FUSE)\n",
-                 program.c_str(), std::strerror(errno));
+    log::error({"cannot run ", program, ": ", std::strerror(errno), " (install the squashfuse package, or unset CAPSA_FUSE)"});
     return 127;
   });
 }

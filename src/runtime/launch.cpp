@@ -14,7 +14,6 @@
 #include <functional>
 #include <cstdlib>
 #include <filesystem>
-#include <iostream>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -38,6 +37,7 @@
 #include "squashfs/reader.hpp"
 #include "util/error.hpp"
 #include "util/fd.hpp"
+#include "util/log.hpp"
 
 namespace capsa::runtime {
 namespace {
@@ -156,7 +156,7 @@ void execute(const std::string& program, std::vector<std::string> argv_strings, 
   EnvMap process = environment_without_shell(input, files);
   std::vector<std::string> argv_strings = action_argv_without_shell(r.action, r.args, process);
   if (argv_strings.empty()) {  // `test` without a test script passes, as in Apptainer
-    std::cerr << "no test script in this container\n";
+    log::info("no test script in this container");
     std::exit(0);
   }
   std::string program = find_command(argv_strings[0], process);
@@ -177,7 +177,7 @@ void execute(const std::string& program, std::vector<std::string> argv_strings, 
       execute(direct->program, r.args, direct->env);
       why = "executing " + direct->program + ": " + std::strerror(errno);  // the script may still run it
     }
-    if (r.debug) std::cerr << "capsa: the action runs through /bin/sh: " << why << "\n";
+    log::debug({"the action runs through /bin/sh: ", why});
   }
   std::vector<std::string> argv_strings = {"/bin/sh", "-c", action_script(script_input), r.action};
   argv_strings.insert(argv_strings.end(), r.args.begin(), r.args.end());
@@ -217,7 +217,7 @@ void warn_about_pmi_mismatch(const Launcher& launcher, const std::string& ldso_c
     return;  // no or no readable cache: nothing to compare
   }
   if (auto warning = pmi_mismatch(launcher, image_mpi_from_sonames(sonames)))
-    std::cerr << "WARNING: " << *warning << "\n";
+    log::warning(*warning);
 }
 
 // Reads the image's root directory once. Through FUSE the first listing of a directory
@@ -256,7 +256,7 @@ void enter_working_directory(const std::string& wanted, bool explicit_pwd, const
   if (::chdir(wanted.c_str()) == 0) return;
   if (explicit_pwd) throw_errno("--pwd " + wanted);
   if (::chdir(home.c_str()) == 0 || ::chdir("/") == 0) {
-    std::cerr << "WARNING: " << wanted << " does not exist in the container; starting in " << current_directory() << "\n";
+    log::warning(wanted + " does not exist in the container; starting in " + current_directory());
   }
 }
 
@@ -273,7 +273,7 @@ void launch(const ActionRequest& r) {
   if (!sandbox) sif = open_squashfs(image);
   bool writable_tmpfs = r.writable_tmpfs;
   if (r.writable && writable_tmpfs) {
-    std::cerr << "WARNING: Disabling --writable-tmpfs flag, mutually exclusive with --writable\n";  // Apptainer's words
+    log::warning("Disabling --writable-tmpfs flag, mutually exclusive with --writable");  // Apptainer's words
     writable_tmpfs = false;
   }
   if (r.writable && !sandbox) refuse_writable_sif(sif->image);
@@ -294,7 +294,7 @@ void launch(const ActionRequest& r) {
   mounts.workdir = r.workdir.empty() ? "" : prepare_workdir(r.workdir, r.contain, !r.no_home && !mounts.custom_home);
   std::vector<std::string> unknown_no_mount;
   mounts.no_mount = parse_no_mount(r.no_mount, &unknown_no_mount);
-  for (const auto& name : unknown_no_mount) std::cerr << "WARNING: Ignoring unknown mount type '" << name << "'\n";
+  for (const auto& name : unknown_no_mount) log::warning("Ignoring unknown mount type '" + name + "'");
   std::vector<MountStep> plan = plan_mounts(mounts);
   const EnvMap host_environment = current_environment();
   const Launcher launcher = detect_launcher(host_environment);
@@ -308,9 +308,9 @@ void launch(const ActionRequest& r) {
   } else if (r.nv) {
     gpu::NvidiaPlan nvidia = gpu::plan_nvidia(gpu::host_nvidia_request(r.contain));
     plan.insert(plan.end(), nvidia.steps.begin(), nvidia.steps.end());
-    for (const auto& warning : nvidia.warnings) std::cerr << "WARNING: " << warning << "\n";
+    for (const auto& warning : nvidia.warnings) log::warning(warning);
   }
-  if (r.debug) std::cerr << "capsa: mount plan\n" << describe(plan);
+  if (log::enabled(log::Level::debug)) log::debug("mount plan\n" + describe(plan));
 
   const std::string session_point = session_mount_point();
   enter_container_namespaces({::getuid(), ::getgid(), r.userns});
@@ -356,8 +356,8 @@ void launch(const ActionRequest& r) {
   ComposedEnvironment env = compose_environment(env_request);
   if (!r.shell.empty()) env.process["APPTAINER_SHELL"] = env.process["SINGULARITY_SHELL"] = r.shell;
   if (r.nv || r.nvccli) pass_gpu_selection(env_request.host, env);
-  for (const auto& warning : env.warnings) std::cerr << "WARNING: " << warning << "\n";
-  if (auto warning = cleanenv_drops_launcher(launcher, r.cleanenv)) std::cerr << "WARNING: " << *warning << "\n";
+  for (const auto& warning : env.warnings) log::warning(warning);
+  if (auto warning = cleanenv_drops_launcher(launcher, r.cleanenv)) log::warning(*warning);
 
   CallerAccount account = caller_account(mounts.home_destination);
   reading.join();

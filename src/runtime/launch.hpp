@@ -32,7 +32,6 @@ struct ActionRequest {
   std::vector<std::string> no_mount;  // --no-mount values (comma lists allowed)
   bool nv = false;                 // --nv: the host's NVIDIA driver (docs/gpu.md)
   bool nvccli = false;             // --nvccli: the same through nvidia-container-cli
-  bool debug = false;              // print the mount plan
 };
 
 // Never returns: execs the command, or throws before anything was changed on the host.

@@ -9,11 +9,11 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 
 #include "util/error.hpp"
 #include "util/fd.hpp"
+#include "util/log.hpp"
 
 namespace capsa::runtime {
 namespace {
@@ -99,12 +99,12 @@ void enter_private_pid_and_ipc_namespaces() {
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // (getppid() is 0 here: the parent is outside the namespace)
     // The mount of /proc and the fork happen here; the command's process returns.
     if (::mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) {
-      std::fprintf(stderr, "capsa: error: mounting /proc for the PID namespace: %s\n", std::strerror(errno));
+      log::error({"mounting /proc for the PID namespace: ", std::strerror(errno)});
       ::_exit(1);
     }
     pid_t command = ::fork();
     if (command < 0) {
-      std::fprintf(stderr, "capsa: error: starting the command in the PID namespace: %s\n", std::strerror(errno));
+      log::error({"starting the command in the PID namespace: ", std::strerror(errno)});
       ::_exit(1);
     }
     if (command == 0) {

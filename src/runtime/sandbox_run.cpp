@@ -11,7 +11,6 @@
 #include <climits>
 #include <cstdlib>
 #include <fstream>
-#include <iostream>
 
 #include "runtime/container_root.hpp"
 #include "runtime/gpu/nvidia.hpp"
@@ -21,6 +20,7 @@
 #include "util/error.hpp"
 #include "util/find_executable.hpp"
 #include "util/fd.hpp"
+#include "util/log.hpp"
 
 namespace capsa::runtime {
 namespace {
@@ -73,7 +73,7 @@ std::vector<MountStep> sandbox_plan(const SandboxCommand& command) {
   if (command.nv) {
     gpu::NvidiaPlan nvidia = gpu::plan_nvidia(gpu::host_nvidia_request(false));
     steps.insert(steps.end(), nvidia.steps.begin(), nvidia.steps.end());
-    for (const auto& warning : nvidia.warnings) std::cerr << "WARNING: " << warning << "\n";
+    for (const auto& warning : nvidia.warnings) log::warning(warning);
   }
   return steps;
 }

@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <iostream>
 #include <map>
 #include <memory>
 #include <utility>
@@ -18,6 +17,7 @@
 #include "convert/squashfs_writer.hpp"
 #include "util/error.hpp"
 #include "util/fd.hpp"
+#include "util/log.hpp"
 
 namespace capsa::squashfs {
 namespace {
@@ -98,8 +98,7 @@ class DirectoryPacker {
       struct stat st {};
       if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) throw_errno(where(path));
       if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) || S_ISSOCK(st.st_mode)) {
-        std::cerr << "WARNING: " << where(path) << ": " << (S_ISSOCK(st.st_mode) ? "socket" : "device node")
-                  << " not packed\n";
+        log::warning({where(path), ": ", S_ISSOCK(st.st_mode) ? "socket" : "device node", " not packed"});
         continue;
       }
       auto node = std::make_unique<Node>();

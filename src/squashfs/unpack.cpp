@@ -8,7 +8,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <iostream>
 #include <map>
 #include <optional>
 #include <string_view>
@@ -18,6 +17,7 @@
 #include "squashfs/reader.hpp"
 #include "util/error.hpp"
 #include "util/fd.hpp"
+#include "util/log.hpp"
 
 namespace capsa::squashfs {
 namespace {
@@ -95,8 +95,7 @@ class Unpacker : public TreeVisitor {
         if (::mknodat(parent, name, type | 0600, ::makedev(entry.major, entry.minor)) != 0) {
           if (errno == EEXIST) fail_create(path);
           // Unprivileged callers (and user namespaces) may not create device nodes.
-          std::cerr << "WARNING: " << label_ << ": " << path << ": device node not created (" << std::strerror(errno)
-                    << ")\n";
+          log::warning({label_, ": ", path, ": device node not created (", std::strerror(errno), ")"});
           return;
         }
         break;
@@ -157,7 +156,7 @@ class Unpacker : public TreeVisitor {
     if (entry.nlink <= 1 || pending_.count(entry.inode_number)) return;
     if (pending_.size() >= kMaxPendingLinks) {
       if (!warned_links_)
-        std::cerr << "WARNING: " << label_ << ": too many hard-linked files at once; later names become copies\n";
+        log::warning(label_ + ": too many hard-linked files at once; later names become copies");
       warned_links_ = true;
       return;
     }

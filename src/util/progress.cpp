@@ -48,7 +48,16 @@ Progress::Mode Progress::detect_mode(bool quiet, int fd) {
 }
 
 Progress::Progress(Mode mode, Sink sink, Clock clock, std::chrono::seconds log_interval)
-    : mode_(mode), sink_(std::move(sink)), clock_(std::move(clock)), log_interval_(log_interval) {}
+    : mode_(mode), sink_(std::move(sink)), clock_(std::move(clock)), log_interval_(log_interval) {
+  if (mode_ != Mode::Terminal) return;  // elsewhere messages and progress lines just follow each other
+  log_above_ = std::make_unique<log::ScopedSink>(
+      [this, shown = log::current_sink()](log::Level level, std::string_view message) {
+        std::lock_guard lock(mutex_);
+        erase_locked();
+        shown(level, message);
+        redraw_locked(true);
+      });
+}
 
 Progress::Progress(Mode mode)
     : Progress(mode, [](const std::string& text) {

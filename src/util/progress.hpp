@@ -3,14 +3,18 @@
 // with bytes, rate and ETA, plus a total, redrawn at most 10 times a second. Not on a
 // terminal (Slurm output files): one line when a task starts and finishes, and a
 // one-line total at most every `log_interval`. Quiet: nothing. Safe to call from
-// several threads.
+// several threads. On a terminal, messages of util/log.hpp written while it lives are
+// printed above the live lines, which are redrawn after them.
 
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
+
+#include "util/log.hpp"
 
 namespace capsa {
 
@@ -31,7 +35,8 @@ class Progress {
   void start(const std::string& task, std::uint64_t total_bytes);
   void update(const std::string& task, std::uint64_t done_bytes);
   void finish(const std::string& task);
-  // A line that must not be overwritten by the live display (warnings, notices).
+  // A progress notice that must not be overwritten by the live display (warnings go to
+  // util/log.hpp, which shows them above it too).
   void note(const std::string& line);
 
   Mode mode() const { return mode_; }
@@ -58,6 +63,7 @@ class Progress {
   std::chrono::steady_clock::time_point begun_{};
   std::chrono::steady_clock::time_point last_draw_{};
   std::size_t drawn_lines_ = 0;
+  std::unique_ptr<log::ScopedSink> log_above_;  // last: gone before anything it uses
 };
 
 // "1.5 GiB", "12.0 MiB", "512 B": for progress displays (not siftool's format).

@@ -54,6 +54,41 @@ TEST(Progress, QuietModePrintsNothing) {
   EXPECT_EQ(out, "");
 }
 
+// Messages of util/log.hpp while a terminal display lives: above it, which is redrawn.
+TEST(Progress, OnATerminalMessagesArePrintedAboveTheLiveLines) {
+  FakeClock clock;
+  std::string out;
+  log::set_sink([&](log::Level, std::string_view message) { out += "<" + std::string(message) + ">\n"; });
+  {
+    Progress progress(Progress::Mode::Terminal, [&](const std::string& s) { out += s; }, clock.fn());
+    progress.start("layer 1/1", 100);
+    out.clear();
+    log::warning("device node skipped");
+    EXPECT_EQ(out,
+              "\x1b[1A\x1b[2K\x1b[1A\x1b[2K"  // the task's line and the total, erased
+              "<device node skipped>\n"
+              "layer 1/1 [........................] 0 B / 100 B\n"
+              "total: 0 B / 100 B\n");
+    out.clear();
+  }
+  log::warning("after");
+  EXPECT_EQ(out, "<after>\n") << "the display's hook is gone with it";
+  log::set_sink({});
+}
+
+TEST(Progress, QuietOrLogModeLeavesMessagesAlone) {
+  for (Progress::Mode mode : {Progress::Mode::Quiet, Progress::Mode::Log}) {
+    std::string out, logged;
+    log::set_sink([&](log::Level, std::string_view message) { logged += message; });
+    Progress progress(mode, [&](const std::string& s) { out += s; });
+    progress.start("x", 10);
+    log::warning("shown");
+    EXPECT_EQ(logged, "shown") << "quiet progress is no quiet warnings";
+    EXPECT_EQ(out.find('\x1b'), std::string::npos);
+    log::set_sink({});
+  }
+}
+
 TEST(Progress, ModeFollowsTheTerminal) {
   EXPECT_EQ(Progress::detect_mode(true, 2), Progress::Mode::Quiet);
   EXPECT_EQ(Progress::detect_mode(false, -1), Progress::Mode::Log);  // not a TTY

@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
@@ -12,6 +11,7 @@
 #include "runtime/gpu/nvidia.hpp"
 #include "util/error.hpp"
 #include "util/find_executable.hpp"
+#include "util/log.hpp"
 
 namespace capsa::runtime::gpu {
 namespace {
@@ -70,7 +70,7 @@ void configure_root_with_nvccli(const NvccliRequest& request, const std::string&
   if (pid < 0) throw_errno("starting nvidia-container-cli");
   if (pid == 0) {
     ::execv(argv[0], argv.data());
-    std::fprintf(stderr, "capsa: cannot run %s: %s\n", argv[0], std::strerror(errno));
+    log::error({"cannot run ", argv[0], ": ", std::strerror(errno)});
     ::_exit(127);
   }
   int status = 0;
