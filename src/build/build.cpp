@@ -18,6 +18,7 @@
 #include "build/host_ops.hpp"
 #include "build/stage_files.hpp"
 #include "build/stage_metadata.hpp"
+#include "image/directory_files.hpp"
 #include "image/metadata.hpp"
 #include "oci/platform.hpp"
 #include "pull/pull.hpp"
@@ -208,9 +209,10 @@ BootstrapOptions bootstrap_options(const Context& ctx, const std::string& work) 
 
 // Packs `rootfs` into a SIF at `target` (temporary name + rename).
 void write_sif(Context& ctx, const std::string& rootfs, const std::string& target, const std::string& deffile) {
-  image::Metadata metadata = read_sandbox_metadata(rootfs);
   image::InspectOptions all;
   all.all = true;
+  // Its warnings (a base image's unparsable labels.json) are left to `inspect` to show.
+  image::Metadata metadata = image::read_metadata(image::DirectoryFiles(rootfs), all);
   sif::ObjectInput def;
   def.type = sif::DataType::Deffile;
   def.data = deffile;

@@ -1,6 +1,5 @@
 #include "build/stage_metadata.hpp"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -8,12 +7,10 @@
 #include <cerrno>
 #include <ctime>
 
-#include <nlohmann/json.hpp>
-
 #include "build/host_ops.hpp"
 #include "image/container_files.hpp"
 #include "image/container_scripts.hpp"
-#include "runtime/container_root.hpp"
+#include "image/metadata.hpp"
 #include "util/error.hpp"
 #include "util/fd.hpp"
 #include "util/log.hpp"
@@ -74,23 +71,6 @@ std::string rfc3339(std::int64_t seconds) {
   ::gmtime_r(&t, &tm);
   char text[64];
   std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return text;
-}
-
-std::map<std::string, std::string> parse_label_file(const std::string& text) {
-  std::map<std::string, std::string> labels;
-  try {
-    nlohmann::json json = nlohmann::json::parse(text);
-    if (json.is_object())
-      for (const auto& [key, value] : json.items()) labels[key] = value.is_string() ? value.get<std::string>() : "";
-  } catch (const nlohmann::json::exception&) {
-    // An unreadable labels.json of the base image is replaced by the build's own.
-  }
-  return labels;
-}
-
-std::string trim_trailing_newlines(std::string text) {
-  text.erase(text.find_last_not_of('\n') + 1);
   return text;
 }
 
@@ -179,7 +159,9 @@ void write_stage_metadata(runtime::RootMode mode, const std::string& rootfs, con
     }
 
     if (enabled("labels")) {
-      std::map<std::string, std::string> labels = parse_label_file(read_text(dir + "/labels.json"));
+      // An unreadable labels.json of the base image is replaced by the build's own.
+      std::vector<std::string> ignored;
+      std::map<std::string, std::string> labels = image::parse_labels(read_text(dir + "/labels.json"), "", ignored);
       for (const auto& [key, value] : automatic) labels[key] = value;
       for (const auto& [key, value] : stage.labels) {
         if (labels.count(key) != 0 && automatic.count(key) == 0 && !context.force) {
@@ -213,32 +195,6 @@ void remove_file_in_root(runtime::RootMode mode, const std::string& rootfs, cons
   in_chroot(mode, rootfs, "remove " + path + " from " + rootfs, [&] {
     if (::unlink(path.c_str()) != 0 && errno != ENOENT) throw_errno("remove " + path);
   });
-}
-
-image::Metadata read_sandbox_metadata(const std::string& rootfs) {
-  image::Metadata m;
-  auto read = [&](const std::string& name) {
-    return trim_trailing_newlines(runtime::read_image_file(rootfs, std::string(kDir) + "/" + name));
-  };
-  m.labels = parse_label_file(read("labels.json"));
-  m.deffile = read("Singularity");
-  m.runscript = read("runscript");
-  m.startscript = read("startscript");
-  m.test = read("test");
-  m.helpfile = read("runscript.help");
-  std::string env_dir = resolve_in_root(rootfs, std::string(kDir) + "/env");
-  if (DIR* d = ::opendir(env_dir.c_str())) {
-    while (dirent* entry = ::readdir(d)) {
-      std::string name = entry->d_name;
-      bool docker = name.rfind("10-docker", 0) == 0 && name.size() > 12 && name.ends_with(".sh");
-      bool environment = name.rfind("9", 0) == 0 && name.ends_with("-environment.sh");
-      if (!docker && !environment) continue;
-      std::string path = std::string(kDir) + "/env/" + name;
-      m.environment[path] = trim_trailing_newlines(runtime::read_image_file(rootfs, path));
-    }
-    ::closedir(d);
-  }
-  return m;
 }
 
 }  // namespace capsa::build

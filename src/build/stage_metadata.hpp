@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "build/definition.hpp"
-#include "image/metadata.hpp"
 #include "runtime/sandbox_run.hpp"
 
 namespace capsa::build {
@@ -48,8 +47,5 @@ std::map<std::string, std::string> automatic_labels(const Stage& stage, const St
 void put_file_in_root(runtime::RootMode mode, const std::string& rootfs, const std::string& path,
                       const std::string& content, unsigned file_mode);
 void remove_file_in_root(runtime::RootMode mode, const std::string& rootfs, const std::string& path);
-
-// What `inspect --all` shows, read back from a finished sandbox.
-image::Metadata read_sandbox_metadata(const std::string& rootfs);
 
 }  // namespace capsa::build

@@ -1,34 +1,17 @@
 // `capsa inspect`: the metadata an image carries in /.singularity.d, read from the SIF's
-// squashfs partition without mounting it. Flags and output as `apptainer inspect`.
+// squashfs partition without mounting it, or from a sandbox directory, by the same code
+// (image/metadata.hpp). Flags and output as `apptainer inspect`.
 
 #include <iostream>
 #include <memory>
 
-#include "build/stage_metadata.hpp"
 #include "cli/commands.hpp"
+#include "image/directory_files.hpp"
 #include "image/metadata.hpp"
 #include "sif/image.hpp"
 #include "util/path.hpp"
 
 namespace capsa::cli {
-namespace {
-
-// A sandbox directory's metadata, only the sections `o` asks for (as read_metadata does).
-image::Metadata sandbox_metadata(const std::string& path, image::InspectOptions o) {
-  image::Metadata m = build::read_sandbox_metadata(path);
-  if (o.all) o.labels = o.deffile = o.runscript = o.startscript = o.test = o.environment = o.helpfile = true;
-  if (!(o.deffile || o.runscript || o.startscript || o.test || o.environment || o.helpfile)) o.labels = true;
-  if (!o.labels) m.labels.clear();
-  if (!o.deffile) m.deffile.clear();
-  if (!o.runscript) m.runscript.clear();
-  if (!o.startscript) m.startscript.clear();
-  if (!o.test) m.test.clear();
-  if (!o.environment) m.environment.clear();
-  if (!o.helpfile) m.helpfile.clear();
-  return m;
-}
-
-}  // namespace
 
 void add_inspect_command(CLI::App& app) {
   auto options = std::make_shared<image::InspectOptions>();
@@ -44,11 +27,13 @@ void add_inspect_command(CLI::App& app) {
   cmd->add_flag("-H,--helpfile", options->helpfile, "Show the help text (%help)");
   cmd->add_flag("-j,--json", options->json, "Print JSON instead of text");
   cmd->add_flag("--all", options->all, "Show every section, as JSON");
-  cmd->footer("Reads /.singularity.d straight from the image's squashfs partition; nothing is mounted.");
+  cmd->footer(
+      "Reads /.singularity.d straight from the image's squashfs partition (or the sandbox directory); "
+      "nothing is mounted.");
   cmd->callback([=] {
     image::Metadata metadata;
     if (is_directory(*path)) {
-      metadata = sandbox_metadata(*path, *options);
+      metadata = image::read_metadata(image::DirectoryFiles(*path), *options);
     } else {
       sif::Image sif = sif::Image::open(*path);
       metadata = image::read_metadata(sif, *options);

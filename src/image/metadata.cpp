@@ -5,6 +5,7 @@
 #include <optional>
 #include <string_view>
 
+#include "image/squashfs_files.hpp"
 #include "util/error.hpp"
 
 // Behaviour follows Apptainer's cmd/internal/cli/inspect.go and pkg/inspect/metadata.go
@@ -33,7 +34,7 @@ std::string trim_newlines(std::string text) {
   return text;
 }
 
-std::string read_script(const squashfs::Reader& root, std::string_view name) {
+std::string read_script(const ImageFiles& root, std::string_view name) {
   auto content = root.read_file(std::string(kMetadataDir) + "/" + std::string(name));
   return content ? trim_newlines(std::move(*content)) : std::string();
 }
@@ -73,6 +74,8 @@ std::string replace_invalid_utf8(std::string_view text) {
   return out;
 }
 
+}  // namespace
+
 // labels.json is a map of strings. Like Go's json.Unmarshal into map[string]string:
 // a value of another type keeps its key with an empty value; a document that is not
 // a JSON object yields no labels. Either way Apptainer only warns.
@@ -102,6 +105,8 @@ std::map<std::string, std::string> parse_labels(const std::string& text, const s
   return labels;
 }
 
+namespace {
+
 // Names `sh` would match with env/10-docker*.sh and env/9*-environment.sh, the two
 // globs Apptainer's inspect uses (01-base.sh, 99-*.sh and the like are not shown).
 bool shown_environment_file(std::string_view name) {
@@ -111,7 +116,7 @@ bool shown_environment_file(std::string_view name) {
   return matches("10-docker", ".sh") || matches("9", "-environment.sh");
 }
 
-std::map<std::string, std::string> read_environment(const squashfs::Reader& root) {
+std::map<std::string, std::string> read_environment(const ImageFiles& root) {
   std::map<std::string, std::string> scripts;
   const std::string dir = std::string(kMetadataDir) + "/env";
   auto names = root.list_directory(dir);
@@ -189,7 +194,7 @@ squashfs::Reader open_primary_squashfs(const sif::Image& image) {
   return squashfs::Reader(image.fd(), offset, size, where);
 }
 
-Metadata read_metadata(const squashfs::Reader& root, const InspectOptions& options) {
+Metadata read_metadata(const ImageFiles& root, const InspectOptions& options) {
   const InspectOptions o = effective(options);
   Metadata m;
   if (o.labels) {
@@ -206,7 +211,7 @@ Metadata read_metadata(const squashfs::Reader& root, const InspectOptions& optio
 }
 
 Metadata read_metadata(const sif::Image& image, const InspectOptions& options) {
-  Metadata m = read_metadata(open_primary_squashfs(image), options);
+  Metadata m = read_metadata(SquashfsFiles(open_primary_squashfs(image)), options);
   if (effective(options).deffile && m.deffile.empty()) {
     // Images built without a definition (siftool, old tools) may still carry one as
     // a SIF object; Apptainer reads that object first, we only as a fallback.

@@ -1,12 +1,14 @@
 #pragma once
-// The container metadata `capsa inspect` shows, read straight from the squashfs of a
-// SIF's primary partition (no mount), and its output in Apptainer's formats.
+// The container metadata `capsa inspect` shows, read through an image's files (the
+// squashfs of a SIF's primary partition, read in place, or a sandbox directory: one
+// implementation for both), and its output in Apptainer's formats.
 // Sources inside the image: docs/running.md (the /.singularity.d tree).
 
 #include <map>
 #include <string>
 #include <vector>
 
+#include "image/image_files.hpp"
 #include "sif/image.hpp"
 #include "squashfs/reader.hpp"
 
@@ -43,11 +45,17 @@ struct Metadata {
 // system partition", or naming the object when it is not (or does not hold) squashfs.
 squashfs::Reader open_primary_squashfs(const sif::Image& image);
 
-// Reads the sections `options` selects (only those) from a root filesystem.
-Metadata read_metadata(const squashfs::Reader& root, const InspectOptions& options);
+// Reads the sections `options` selects (only those) from an image's files.
+Metadata read_metadata(const ImageFiles& root, const InspectOptions& options);
 // Same from a SIF's primary partition; the definition file falls back to the SIF's
 // Deffile object when the image has no /.singularity.d/Singularity.
 Metadata read_metadata(const sif::Image& image, const InspectOptions& options);
+
+// The labels of labels.json's `text` as Apptainer reads them (Go's json.Unmarshal into
+// map[string]string). What Apptainer only warns about is appended to `warnings`, one
+// line each, starting with `where`.
+std::map<std::string, std::string> parse_labels(const std::string& text, const std::string& where,
+                                                std::vector<std::string>& warnings);
 
 // The exact text `apptainer inspect` prints for `metadata` (read with the same options).
 std::string format_inspect(const Metadata& metadata, const InspectOptions& options);

@@ -1,6 +1,5 @@
 #include "runtime/action_in_process.hpp"
 
-#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -13,7 +12,6 @@
 #include "runtime/gpu/nvidia.hpp"
 #include "runtime/shell_words.hpp"
 #include "util/error.hpp"
-#include "util/fd.hpp"
 #include "util/find_executable.hpp"
 
 namespace capsa::runtime {
@@ -60,7 +58,7 @@ std::string with_entry(const std::string& list, const std::string& entry) {
 // what the reader cannot do is left out, as no shell could do it either.
 class Composer {
  public:
-  Composer(const ActionScriptInput& in, EnvScript::Mode mode, const EnvironmentFiles& files, const std::string& root)
+  Composer(const ActionScriptInput& in, EnvScript::Mode mode, const image::ImageFiles& files, const std::string& root)
       : in_(in), lenient_(mode == EnvScript::Mode::Lenient), sh_(root, mode), files_(files) {}
 
   EnvMap compose() {
@@ -93,16 +91,26 @@ class Composer {
   // be read needs a shell (Strict) or is left out (Lenient).
   std::optional<std::string> read(const std::string& path) const {
     try {
-      return files_.read(path);
-    } catch (const NeedsShell&) {
-      if (!lenient_) throw;
+      return files_.read_file(path);
+    } catch (const Error& e) {
+      if (!lenient_) throw NeedsShell{e.what()};
+      return std::nullopt;
+    }
+  }
+
+  // The names in `dir`, nullopt when it is no directory; as read() when it cannot be listed.
+  std::optional<std::vector<std::string>> list(const std::string& dir) const {
+    try {
+      return files_.list_directory(dir);
+    } catch (const Error& e) {
+      if (!lenient_) throw NeedsShell{e.what()};
       return std::nullopt;
     }
   }
 
   void source_environment() {
     const std::string dir = "/.singularity.d/env";
-    if (std::optional<std::vector<std::string>> names = files_.list(dir)) {
+    if (std::optional<std::vector<std::string>> names = list(dir)) {
       // The shell's glob: no dot files, byte order.
       std::vector<std::string> scripts;
       for (const std::string& name : *names)
@@ -199,7 +207,7 @@ class Composer {
   const ActionScriptInput& in_;
   const bool lenient_;
   EnvScript sh_;
-  const EnvironmentFiles& files_;
+  const image::ImageFiles& files_;
   std::vector<std::pair<std::string, std::string>> held_;
   bool injected_ = false;
   bool runtime_variables_done_ = false;
@@ -220,30 +228,8 @@ bool action_shell_forced() {
   return forced != nullptr && *forced != '\0' && std::strcmp(forced, "0") != 0;
 }
 
-EnvironmentFiles files_below(const std::string& root) {
-  auto on_disk = [root](const std::string& path) { return root == "/" ? path : root + path; };
-  EnvironmentFiles files;
-  files.list = [on_disk](const std::string& dir) -> std::optional<std::vector<std::string>> {
-    DIR* d = ::opendir(on_disk(dir).c_str());
-    if (d == nullptr) return std::nullopt;
-    std::vector<std::string> names;
-    while (dirent* e = ::readdir(d)) names.push_back(e->d_name);
-    ::closedir(d);
-    return names;
-  };
-  files.read = [on_disk](const std::string& path) -> std::optional<std::string> {
-    if (!stat_is(on_disk(path), S_IFREG)) return std::nullopt;
-    try {
-      return read_whole_file(on_disk(path));
-    } catch (const Error& e) {
-      throw NeedsShell{e.what()};
-    }
-  };
-  return files;
-}
-
 std::optional<EnvMap> exec_environment_in_process(const ActionScriptInput& input, std::string* why,
-                                                  const EnvironmentFiles& files, const std::string& root) {
+                                                  const image::ImageFiles& files, const std::string& root) {
   try {
     return Composer(input, EnvScript::Mode::Strict, files, root).compose();
   } catch (const NeedsShell& needs) {
@@ -252,12 +238,13 @@ std::optional<EnvMap> exec_environment_in_process(const ActionScriptInput& input
   }
 }
 
-EnvMap environment_without_shell(const ActionScriptInput& input, const EnvironmentFiles& files, const std::string& root) {
+EnvMap environment_without_shell(const ActionScriptInput& input, const image::ImageFiles& files,
+                                 const std::string& root) {
   return Composer(input, EnvScript::Mode::Lenient, files, root).compose();
 }
 
 std::optional<DirectExec> direct_exec(const ActionScriptInput& input, const std::vector<std::string>& args,
-                                      std::string* why, const EnvironmentFiles& files) {
+                                      std::string* why, const image::ImageFiles& files) {
   if (action_shell_forced()) {
     *why = "CAPSA_ACTION_SHELL is set";
     return std::nullopt;

@@ -9,37 +9,30 @@
 //    understand, --nv needing the image's ldconfig, a command the shell alone would find)
 //    the caller runs the script as before. CAPSA_ACTION_SHELL=1 always takes the shell.
 //  * every action in an image without /bin/sh: the same rules, leniently.
-#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "image/image_files.hpp"
 #include "runtime/action_script.hpp"
 
 namespace capsa::runtime {
 
-// Where the environment files come from: the container's tree (files_below), or, from
-// launch, a reader of the SIF itself when nothing is mounted over /.singularity.d, which
-// spares an unprivileged start its round trips through FUSE.
-struct EnvironmentFiles {
-  // The names in a directory, nullopt when it is not one; a file's text, nullopt when it
-  // is not a regular file (NeedsShell when it cannot be read). Paths are the container's.
-  std::function<std::optional<std::vector<std::string>>(const std::string& dir)> list;
-  std::function<std::optional<std::string>(const std::string& path)> read;
-};
-
-// The files below `root` of the live tree ("/" once inside the container).
-EnvironmentFiles files_below(const std::string& root);
+// The environment files (/.singularity.d/env/*.sh, /environment) are read through `files`
+// (image/image_files.hpp): the container's tree, or, from launch, the SIF itself when
+// nothing is mounted over /.singularity.d, which spares an unprivileged start its round
+// trips through FUSE. One that cannot be read needs the shell (exec), or is left out
+// (without a shell).
 
 // The final environment of `exec`, or nullopt with `why` set when a shell is needed.
 // File tests in the environment files look below `root`.
 std::optional<EnvMap> exec_environment_in_process(const ActionScriptInput& input, std::string* why,
-                                                  const EnvironmentFiles& files, const std::string& root = "/");
+                                                  const image::ImageFiles& files, const std::string& root = "/");
 
 // The same for an image without /bin/sh: what only a shell could do is left out (a
 // statement, or a whole `if` whose condition, the reader does not understand), all else
 // follows the same rules, so an image gets one environment whether it has a shell or not.
-EnvMap environment_without_shell(const ActionScriptInput& input, const EnvironmentFiles& files,
+EnvMap environment_without_shell(const ActionScriptInput& input, const image::ImageFiles& files,
                                  const std::string& root = "/");
 
 // What `exec` of `args` (the command and its arguments) runs without the script: the
@@ -51,7 +44,7 @@ struct DirectExec {
   EnvMap env;
 };
 std::optional<DirectExec> direct_exec(const ActionScriptInput& input, const std::vector<std::string>& args,
-                                      std::string* why, const EnvironmentFiles& files);
+                                      std::string* why, const image::ImageFiles& files);
 
 // Whether CAPSA_ACTION_SHELL asks for the action script every time.
 bool action_shell_forced();

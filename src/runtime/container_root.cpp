@@ -353,15 +353,6 @@ void enter_root(const std::string& root) {
   if (::chdir("/") != 0) throw_errno("chdir /");
 }
 
-std::string read_image_file(const std::string& image_root, const std::string& path) {
-  UniqueFd root = open_file(image_root, O_PATH | O_DIRECTORY);
-  UniqueFd fd(open_in_root(root.get(), path, O_RDONLY));
-  if (!fd) return "";
-  struct stat st {};
-  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > (4 << 20)) return "";
-  return read_whole_file(fd_path(fd.get()));
-}
-
 void build_root_and_enter(const RootLayout& layout, const std::vector<MountStep>& plan,
                           const std::vector<std::pair<std::string, std::string>>& session_files,
                           const std::function<void(const std::string& root)>& before_enter) {

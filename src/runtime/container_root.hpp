@@ -49,7 +49,4 @@ void apply_step(int root_fd, const std::string& session, const MountStep& step, 
 // pivot_root into `root` (a mount point) and detach the host's root.
 void enter_root(const std::string& root);
 
-// Reads a small file of the image at `path` (resolved inside `image_root`); "" when absent.
-std::string read_image_file(const std::string& image_root, const std::string& path);
-
 }  // namespace capsa::runtime

@@ -18,14 +18,16 @@
 #include <optional>
 #include <thread>
 
+#include "image/directory_files.hpp"
+#include "image/squashfs_files.hpp"
 #include "runtime/action_in_process.hpp"
-#include "runtime/action_without_shell.hpp"
 #include "runtime/action_script.hpp"
+#include "runtime/action_without_shell.hpp"
 #include "runtime/container_root.hpp"
 #include "runtime/env_script.hpp"
 #include "runtime/environment.hpp"
-#include "runtime/gpu/nvccli.hpp"
 #include "runtime/gpu/ldso_cache.hpp"
+#include "runtime/gpu/nvccli.hpp"
 #include "runtime/gpu/nvidia.hpp"
 #include "runtime/identity_files.hpp"
 #include "runtime/image_mount.hpp"
@@ -77,7 +79,7 @@ std::string session_mount_point() {
 struct OpenedSquashfs {
   sif::Image image;
   SquashfsLocation location;
-  std::unique_ptr<squashfs::Reader> reader;  // over image.fd()
+  image::SquashfsFiles files;  // over image.fd()
 };
 
 OpenedSquashfs open_squashfs(const std::string& path) {
@@ -93,23 +95,22 @@ OpenedSquashfs open_squashfs(const std::string& path) {
   // A damaged partition is found here, in one line, rather than as a mount failure (root)
   // or a FUSE server that dies (unprivileged). The root directory is read too: it is
   // what the container needs first, and a cheap check of the tables behind it.
-  std::unique_ptr<squashfs::Reader> reader;
+  std::optional<image::SquashfsFiles> files;
   try {
-    reader = std::make_unique<squashfs::Reader>(image.fd(), location.offset, location.size, path + ": primary partition");
-    reader->list_directory("/");  // the root's listing: a cheap check of the directory table
+    files.emplace(squashfs::Reader(image.fd(), location.offset, location.size, path + ": primary partition"));
+    files->list_directory("/");  // the root's listing: a cheap check of the directory table
   } catch (const FormatError& e) {
     throw FormatError(std::string(e.what()) + " (the image is damaged or incomplete: copy, pull or build it again)");
   }
-  return {std::move(image), location, std::move(reader)};
+  return {std::move(image), location, std::move(*files)};
 }
 
 // The text of a small regular file of the image (symlinks followed inside it), "" when it
 // is missing, not a regular file, over 4 MiB or unreadable.
-std::string read_from_image(const OpenedSquashfs* sif, const std::string& sandbox, const std::string& path) {
-  if (sif == nullptr) return read_image_file(sandbox, path);
+std::string read_from_image(const image::ImageFiles& files, const std::string& path) {
   try {
-    return sif->reader->read_file(path, 4 << 20).value_or("");
-  } catch (const FormatError&) {
+    return files.read_file(path, 4 << 20).value_or("");
+  } catch (const Error&) {
     return "";
   }
 }
@@ -152,7 +153,8 @@ void execute(const std::string& program, std::vector<std::string> argv_strings, 
 
 // The image has no /bin/sh: the environment and the action are worked out in-process
 // (action_in_process.hpp, action_without_shell.hpp) and the command is executed directly.
-[[noreturn]] void exec_without_shell(const ActionRequest& r, const ActionScriptInput& input, const EnvironmentFiles& files) {
+[[noreturn]] void exec_without_shell(const ActionRequest& r, const ActionScriptInput& input,
+                                     const image::ImageFiles& files) {
   EnvMap process = environment_without_shell(input, files);
   std::vector<std::string> argv_strings = action_argv_without_shell(r.action, r.args, process);
   if (argv_strings.empty()) {  // `test` without a test script passes, as in Apptainer
@@ -168,7 +170,7 @@ void execute(const std::string& program, std::vector<std::string> argv_strings, 
 }
 
 [[noreturn]] void exec_in_container(const ActionRequest& r, const ComposedEnvironment& env,
-                                    const EnvironmentFiles& environment_files) {
+                                    const image::ImageFiles& environment_files) {
   const ActionScriptInput script_input{r.action, &env.process, &env.injected, r.nv || r.nvccli};
   if (::access("/bin/sh", X_OK) != 0) exec_without_shell(r, script_input, environment_files);
   if (r.action == "exec") {
@@ -232,24 +234,14 @@ void list_once(const std::string& dir) {
   }
 }
 
-// The environment files read from the SIF itself, when nothing the container mounts can
-// cover them (a bind onto /.singularity.d/env/50-mine.sh must be seen); else the tree.
-EnvironmentFiles environment_files_of(const OpenedSquashfs* sif, const std::vector<MountStep>& plan) {
-  if (sif == nullptr) return files_below("/");
+// Whether the environment files may be read from the SIF itself: only when nothing the
+// container mounts can cover them (a bind onto /.singularity.d/env/50-mine.sh must be
+// seen); else they are read from the container's tree.
+bool environment_in_image(const std::vector<MountStep>& plan) {
   for (const MountStep& step : plan)
     if (step.target == "/" || step.target == "/.singularity.d" || step.target.rfind("/.singularity.d/", 0) == 0)
-      return files_below("/");
-  const squashfs::Reader* reader = sif->reader.get();
-  EnvironmentFiles files;
-  files.list = [reader](const std::string& dir) { return reader->list_directory(dir); };
-  files.read = [reader](const std::string& path) -> std::optional<std::string> {
-    try {
-      return reader->read_file(path);
-    } catch (const FormatError& e) {
-      throw NeedsShell{e.what()};
-    }
-  };
-  return files;
+      return false;
+  return true;
 }
 
 void enter_working_directory(const std::string& wanted, bool explicit_pwd, const std::string& home) {
@@ -318,7 +310,10 @@ void launch(const ActionRequest& r) {
   // The image's own files capsa needs are read on a thread of its own while the image is
   // being mounted (system calls, on this thread): unpacking the block that holds them is
   // a third of a millisecond in a gzip image. Threads may only start after the unshare.
-  auto read_image = [&](const std::string& path) { return read_from_image(sif ? &*sif : nullptr, image, path); };
+  std::optional<image::DirectoryFiles> sandbox_files;
+  if (sandbox) sandbox_files.emplace(image);
+  const image::ImageFiles& image_files = sandbox ? static_cast<const image::ImageFiles&>(*sandbox_files) : sif->files;
+  auto read_image = [&](const std::string& path) { return read_from_image(image_files, path); };
   std::string image_passwd, image_group, image_ldso_cache;
   std::exception_ptr read_failure;
   std::jthread reading([&] {
@@ -372,7 +367,8 @@ void launch(const ActionRequest& r) {
   if (r.containall) enter_private_pid_and_ipc_namespaces();
 
   enter_working_directory(r.pwd.empty() ? mounts.cwd : r.pwd, !r.pwd.empty(), mounts.home_destination);
-  exec_in_container(r, env, environment_files_of(sif ? &*sif : nullptr, plan));
+  if (sif && environment_in_image(plan)) exec_in_container(r, env, sif->files);
+  exec_in_container(r, env, image::DirectoryFiles("/"));
 }
 
 }  // namespace capsa::runtime

@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "image/squashfs_files.hpp"
 #include "sif/image.hpp"
 #include "sif/writer.hpp"
 #include "support/temp_dir.hpp"
@@ -216,7 +217,7 @@ TEST(Inspect, LabelsApptainerOnlyWarnsAbout) {
   const std::string dir = test::built_fixtures() + "/inspect-image/";
   {
     UniqueFd fd = open_file(dir + "bad-labels.squashfs", O_RDONLY);
-    squashfs::Reader root(fd.get(), 0, file_size(fd.get()), "bad-labels.squashfs");
+    SquashfsFiles root(squashfs::Reader(fd.get(), 0, file_size(fd.get()), "bad-labels.squashfs"));
     Metadata m = read_metadata(root, {});
     EXPECT_TRUE(m.labels.empty());
     ASSERT_EQ(m.warnings.size(), 1u);
@@ -227,7 +228,7 @@ TEST(Inspect, LabelsApptainerOnlyWarnsAbout) {
   {
     // As Go's json.Unmarshal into map[string]string: other types keep their key, empty.
     UniqueFd fd = open_file(dir + "typed-labels.squashfs", O_RDONLY);
-    squashfs::Reader root(fd.get(), 0, file_size(fd.get()), "typed-labels.squashfs");
+    SquashfsFiles root(squashfs::Reader(fd.get(), 0, file_size(fd.get()), "typed-labels.squashfs"));
     Metadata m = read_metadata(root, {});
     EXPECT_EQ(format_inspect(m, {}), "n: \no: \ns: text\nz: \n");
     EXPECT_EQ(m.warnings.size(), 2u);  // n and o; null is no error for Go either

@@ -24,21 +24,25 @@ class ActionInProcess : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = new test::TempDir;
-    scripted_ = testing::make_image(
-        *dir_, "scripted",
-        {{"/.singularity.d/env/10-docker2singularity.sh",
-          "#!/bin/sh\nexport PATH=\"/docker/bin:/usr/bin\"\nexport FROM_DOCKER=\"${FROM_DOCKER:-\"docker default\"}\"\n", 0755},
-         {"/.singularity.d/env/50-local.sh",
-          "#!/bin/sh\n# plain shell variables stay in the shell\nlocal_only=1\nexport SEEN=\"[${FOO:-}|$local_only]\"\n"
-          "[ -d /etc ] && export HAS_ETC=yes\nif [ -n \"${SELECTOR:-}\" ]; then export SELECTED=\"$SELECTOR\"; fi\n"
-          "EMPTIED=\nexport EMPTIED\nFOO_IMAGE=image; export FOO_IMAGE\n",
-          0755},
-         {"/.singularity.d/env/90-environment.sh", "#!/bin/sh\n# Custom environment shell code should follow\n\n", 0755},
-         {"/.singularity.d/env/99-base.sh",
-          "#!/bin/sh\nif [ -z \"$LD_LIBRARY_PATH\" ]; then LD_LIBRARY_PATH=/.singularity.d/libs; "
-          "else LD_LIBRARY_PATH=\"$LD_LIBRARY_PATH:/.singularity.d/libs\"; fi\nPS1=\"Image> \"\nexport LD_LIBRARY_PATH PS1\n",
-          0755},
-         {"/.singularity.d/env/99-zz-last.sh", "#!/bin/sh\nexport SEEN_INJECTED=\"[${INJECTED:-}]\"\n", 0755}});
+    // One tree as a SIF and as a sandbox directory: the two ways its files are read.
+    const std::vector<testing::ImageFile> scripted_files = {
+        {"/.singularity.d/env/10-docker2singularity.sh",
+         "#!/bin/sh\nexport PATH=\"/docker/bin:/usr/bin\"\nexport FROM_DOCKER=\"${FROM_DOCKER:-\"docker default\"}\"\n",
+         0755},
+        {"/.singularity.d/env/50-local.sh",
+         "#!/bin/sh\n# plain shell variables stay in the shell\nlocal_only=1\nexport SEEN=\"[${FOO:-}|$local_only]\"\n"
+         "[ -d /etc ] && export HAS_ETC=yes\nif [ -n \"${SELECTOR:-}\" ]; then export SELECTED=\"$SELECTOR\"; fi\n"
+         "EMPTIED=\nexport EMPTIED\nFOO_IMAGE=image; export FOO_IMAGE\n",
+         0755},
+        {"/.singularity.d/env/90-environment.sh", "#!/bin/sh\n# Custom environment shell code should follow\n\n", 0755},
+        {"/.singularity.d/env/99-base.sh",
+         "#!/bin/sh\nif [ -z \"$LD_LIBRARY_PATH\" ]; then LD_LIBRARY_PATH=/.singularity.d/libs; "
+         "else LD_LIBRARY_PATH=\"$LD_LIBRARY_PATH:/.singularity.d/libs\"; fi\nPS1=\"Image> \"\nexport LD_LIBRARY_PATH "
+         "PS1\n",
+         0755},
+        {"/.singularity.d/env/99-zz-last.sh", "#!/bin/sh\nexport SEEN_INJECTED=\"[${INJECTED:-}]\"\n", 0755}};
+    scripted_ = testing::make_image(*dir_, "scripted", scripted_files);
+    scripted_sandbox_ = testing::make_sandbox(*dir_, "scripted-sandbox", scripted_files);
     // What capsa's pull and build write into every image.
     capsa_written_ = testing::make_image(
         *dir_, "capsa-written",
@@ -82,11 +86,11 @@ class ActionInProcess : public ::testing::Test {
   }
 
   static test::TempDir* dir_;
-  static std::string scripted_, capsa_written_, bare_, needs_shell_;
+  static std::string scripted_, scripted_sandbox_, capsa_written_, bare_, needs_shell_;
 };
 test::TempDir* ActionInProcess::dir_ = nullptr;
-std::string ActionInProcess::scripted_, ActionInProcess::capsa_written_, ActionInProcess::bare_,
-    ActionInProcess::needs_shell_;
+std::string ActionInProcess::scripted_, ActionInProcess::scripted_sandbox_, ActionInProcess::capsa_written_,
+    ActionInProcess::bare_, ActionInProcess::needs_shell_;
 
 struct Case {
   const char* name;
@@ -108,7 +112,7 @@ TEST_F(ActionInProcess, TheCommandGetsWhatTheActionScriptGives) {
        {"-i", "HOME=/tmp", "PATH=/usr/bin:/bin", "TERM=dumb", "LANG=C.UTF-8", "APPTAINERENV_K=v"}},
       {"pwd and home", {"--pwd", "/etc", "--no-home"}, {"PWD=/nonexistent"}},
   };
-  for (const std::string& image : {busybox_sif(), scripted_, capsa_written_, bare_}) {
+  for (const std::string& image : {busybox_sif(), scripted_, scripted_sandbox_, capsa_written_, bare_}) {
     for (const Case& c : cases) {
       SCOPED_TRACE(image + ": " + c.name);
       auto in_process = environment(image, c.flags, c.env, false);
@@ -119,8 +123,23 @@ TEST_F(ActionInProcess, TheCommandGetsWhatTheActionScriptGives) {
   }
 }
 
+TEST_F(ActionInProcess, ASandboxGivesWhatItsSifGives) {
+  // The SIF's files are read from its squashfs, the sandbox's from the directory.
+  for (bool through_shell : {false, true}) {
+    auto from_sif = environment(scripted_, {}, {"FOO=bar", "SELECTOR=chosen"}, through_shell);
+    auto from_sandbox = environment(scripted_sandbox_, {}, {"FOO=bar", "SELECTOR=chosen"}, through_shell);
+    for (const char* prefix : {"APPTAINER_", "SINGULARITY_"})
+      for (const char* names_the_image : {"CONTAINER", "NAME"}) {
+        from_sif.erase(std::string(prefix) + names_the_image);
+        from_sandbox.erase(std::string(prefix) + names_the_image);
+      }
+    EXPECT_EQ(from_sif, from_sandbox) << (through_shell ? "through the shell" : "in process");
+    EXPECT_EQ(from_sandbox["SEEN"], "[|1]") << "the image's own scripts, not the host's FOO";
+  }
+}
+
 TEST_F(ActionInProcess, TheImagesShellIsNotStarted) {
-  for (const std::string& image : {busybox_sif(), scripted_, capsa_written_, bare_}) {
+  for (const std::string& image : {busybox_sif(), scripted_, scripted_sandbox_, capsa_written_, bare_}) {
     auto result = capsa({"exec", "--debug", image, "true"});
     EXPECT_EQ(result.exit_code, 0) << result.err;
     EXPECT_EQ(result.err.find(kThroughShell), std::string::npos) << image << ":\n" << result.err;

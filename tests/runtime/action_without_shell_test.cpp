@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "image/container_scripts.hpp"
+#include "image/directory_files.hpp"
 #include "runtime/action_in_process.hpp"
 #include "support/process.hpp"
 #include "support/temp_dir.hpp"
@@ -49,7 +50,8 @@ TEST(ActionWithoutShell, EnvironmentFilesFollowTheActionScriptsRules) {
   root.write(".singularity.d/env/99-base.sh", std::string(image::scripts::kEnvFinal));
   const EnvMap process = {{"HOSTSET", "host"}, {"PATH", "/default"}, {"GONE", "x"}, {"HOME", "/home/u"}};
   const EnvMap injected = {{"GREETING", "injected"}};
-  EnvMap env = environment_without_shell({"exec", &process, &injected, false}, files_below(root.path()), root.path());
+  EnvMap env =
+      environment_without_shell({"exec", &process, &injected, false}, image::DirectoryFiles(root.path()), root.path());
   EXPECT_EQ(env["PATH"], "/image/bin:/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin")
       << "the default entries the image's PATH lacks are appended";
   EXPECT_EQ(env["GREETING"], "injected") << "injected after 99-base.sh";

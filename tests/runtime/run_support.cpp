@@ -58,7 +58,7 @@ void write_entry(const std::filesystem::path& root, const ImageFile& file) {
 
 }  // namespace
 
-std::string make_image(const test::TempDir& dir, const std::string& name, const std::vector<ImageFile>& files) {
+std::string make_sandbox(const test::TempDir& dir, const std::string& name, const std::vector<ImageFile>& files) {
   std::filesystem::path root = dir / (name + "-rootfs");
   std::filesystem::create_directories(root / "bin");
   for (const char* d : {"etc", "tmp", "var/tmp", "home", "root", "proc", "sys", "dev", ".singularity.d/env",
@@ -73,6 +73,11 @@ std::string make_image(const test::TempDir& dir, const std::string& name, const 
   write_entry(root, {"/etc/passwd", "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n"});
   write_entry(root, {"/etc/group", "root:x:0:\nnogroup:x:65534:\n"});
   for (const auto& file : files) write_entry(root, file);
+  return root.string();
+}
+
+std::string make_image(const test::TempDir& dir, const std::string& name, const std::vector<ImageFile>& files) {
+  std::filesystem::path root = make_sandbox(dir, name, files);
   std::string squashfs = dir / (name + ".squashfs");
   std::string sif = dir / (name + ".sif");
   auto packed = test::run_process({"gensquashfs", "--pack-dir", root.string(), "--all-root", "--quiet", "--force",

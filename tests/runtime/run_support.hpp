@@ -35,6 +35,8 @@ struct ImageFile {
 // root and nobody, the /.singularity.d directories, plus `files` (which may replace any
 // of those). Symlinks are given as files whose content starts with "->".
 std::string make_image(const test::TempDir& dir, const std::string& name, const std::vector<ImageFile>& files);
+// The same tree as a sandbox directory, dir/NAME-rootfs.
+std::string make_sandbox(const test::TempDir& dir, const std::string& name, const std::vector<ImageFile>& files);
 
 // A fresh folder in the caller's real home (from the user database), holding a file
 // `marker` with "host home\n": a home that no other default bind (/tmp, /var/tmp) shows.
