@@ -54,7 +54,10 @@ runtime::ActionRequest request_from(const std::string& action, const ActionFlags
       {"APPTAINER_BIND", env_value("BIND").value_or("")}, {"APPTAINER_BINDPATH", env_value("BINDPATH").value_or("")}});
   for (const auto& b : f.binds)
     for (auto& spec : runtime::parse_bind_list(b)) r.binds.push_back(spec);
-  for (const auto& m : f.mounts) r.binds.push_back(runtime::parse_mount(m));
+  std::vector<std::string> mounts = f.mounts;
+  if (auto from_environment = env_value("MOUNT")) mounts.insert(mounts.begin(), *from_environment);
+  for (const auto& m : mounts)
+    for (auto& spec : runtime::parse_mount(m)) r.binds.push_back(spec);
   r.contain = f.contain || f.containall || env_flag("CONTAIN") || env_flag("CONTAINALL");
   r.containall = f.containall || env_flag("CONTAINALL");
   r.userns = f.userns || env_flag("USERNS") || env_flag("UNSHARE_USERNS");
@@ -83,7 +86,7 @@ void add_action(CLI::App& app, const std::string& name, const std::string& descr
   cmd->prefix_command();  // IMAGE and what follows are not capsa's flags
   cmd->add_option("-B,--bind", flags->binds, "SRC[:DEST[:ro|rw]], comma lists allowed (also APPTAINER_BIND)")
       ->allow_extra_args(false);
-  cmd->add_option("--mount", flags->mounts, "type=bind,src=SRC,dst=DEST[,ro]")->allow_extra_args(false);
+  cmd->add_option("--mount", flags->mounts, "[type=bind,]src=SRC,dst=DEST[,ro]: CSV, one mount a line (also APPTAINER_MOUNT)")->allow_extra_args(false);
   cmd->add_flag("-c,--contain", flags->contain, "Empty /tmp, /var/tmp and home; minimal /dev");
   cmd->add_flag("-C,--containall", flags->containall, "--contain plus --cleanenv and private PID and IPC namespaces");
   cmd->add_flag("-e,--cleanenv", flags->cleanenv, "Do not pass the host environment");

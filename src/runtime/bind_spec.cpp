@@ -2,6 +2,7 @@
 
 #include <charconv>
 
+#include "util/csv_fields.hpp"
 #include "util/error.hpp"
 
 namespace capsa::runtime {
@@ -78,33 +79,6 @@ BindSpec parse_one(const Piece& piece) {
   return bind;
 }
 
-// Splits a CSV line (RFC 4180 quoting), as Apptainer reads --mount.
-std::vector<std::string> split_csv(std::string_view spec) {
-  std::vector<std::string> fields(1);
-  bool quoted = false;
-  for (std::size_t i = 0; i < spec.size(); ++i) {
-    char c = spec[i];
-    if (quoted) {
-      if (c == '"' && i + 1 < spec.size() && spec[i + 1] == '"') {
-        fields.back() += '"';
-        ++i;
-      } else if (c == '"') {
-        quoted = false;
-      } else {
-        fields.back() += c;
-      }
-    } else if (c == '"') {
-      quoted = true;
-    } else if (c == ',') {
-      fields.emplace_back();
-    } else {
-      fields.back() += c;
-    }
-  }
-  if (quoted) bad(spec, "unterminated quote");
-  return fields;
-}
-
 }  // namespace
 
 std::vector<BindSpec> parse_bind_list(std::string_view text) {
@@ -125,16 +99,16 @@ std::vector<BindSpec> parse_bind_list(std::string_view text) {
   return binds;
 }
 
-BindSpec parse_mount(std::string_view text) {
+namespace {
+
+BindSpec mount_from_fields(std::string_view text, const CsvRecord& fields) {
   BindSpec bind;
-  bool have_type = false;
-  for (const std::string& field : split_csv(text)) {
+  for (const std::string& field : fields) {
     auto eq = field.find('=');
     std::string key = field.substr(0, eq);
     std::string value = eq == std::string::npos ? "" : field.substr(eq + 1);
     if (key == "type") {
       if (value != "bind") bad(text, "only type=bind is supported");
-      have_type = true;
     } else if (key == "source" || key == "src") {
       bind.source = value;
     } else if (key == "destination" || key == "dst" || key == "target") {
@@ -153,11 +127,24 @@ BindSpec parse_mount(std::string_view text) {
       bad(text, "unknown key \"" + key + "\"");
     }
   }
-  if (!have_type) bad(text, "type=bind is required");
   if (bind.source.empty()) bad(text, "src= is required");
   if (bind.destination.empty()) bad(text, "dst= is required");
   check_destination(text, bind.destination);
   return bind;
+}
+
+}  // namespace
+
+std::vector<BindSpec> parse_mount(std::string_view text) {
+  std::vector<CsvRecord> records;
+  try {
+    records = read_csv_records(text);
+  } catch (const FormatError& e) {
+    bad(text, e.what());
+  }
+  std::vector<BindSpec> binds;
+  for (const CsvRecord& fields : records) binds.push_back(mount_from_fields(text, fields));
+  return binds;
 }
 
 std::vector<BindSpec> binds_from_environment(const std::map<std::string, std::string>& environment) {

@@ -1,7 +1,9 @@
 #pragma once
 // Bind specifications as Singularity/Apptainer users write them:
-//   -B/--bind SRC[:DEST[:OPTS]][,SRC2...]   (OPTS: ro, rw, image-src=PATH, id=N; `\,` `\:` `\\` escape)
-//   --mount type=bind,src=...,dst=...[,ro][,image-src=...][,id=N]   (CSV, quotes allowed)
+//   -B/--bind SRC[:DEST[:OPTS]][,SRC2...]   (OPTS: ro, rw, image-src=PATH, id=N; `\,` `\:` `\\` escape;
+//           not CSV: Apptainer takes -B whole, so that paths may hold commas)
+//   --mount [type=bind,]src=...,dst=...[,ro][,image-src=...][,id=N]   (CSV as Go's encoding/csv
+//           reads it, util/csv_fields.hpp; one mount per line; no type= means a bind)
 //   SINGULARITY_BIND / APPTAINER_BIND / *_BINDPATH   (same syntax as -B)
 // Reference: docs/running.md; Apptainer's user guide, "Bind Paths and Mounts".
 
@@ -26,8 +28,8 @@ struct BindSpec {
 
 // One -B argument (possibly a comma-separated list). Throws FormatError naming the spec.
 std::vector<BindSpec> parse_bind_list(std::string_view text);
-// One --mount argument.
-BindSpec parse_mount(std::string_view text);
+// One --mount argument (or APPTAINER_MOUNT): a mount per line, as Apptainer reads them.
+std::vector<BindSpec> parse_mount(std::string_view text);
 // The binds requested through the environment, in Apptainer's order (APPTAINER_BIND,
 // then APPTAINER_BINDPATH; the SINGULARITY_ names when the APPTAINER_ ones are unset).
 std::vector<BindSpec> binds_from_environment(const std::map<std::string, std::string>& environment);

@@ -41,6 +41,24 @@ TEST(Flags, BindRwOptionAndSourceOnlyForm) {
   EXPECT_EQ(test::read_file(a / "f"), "w\n");
 }
 
+TEST(Flags, MountIsCsvAndNeedsNoType) {
+  test::TempDir a, b;
+  std::filesystem::create_directory(a / "with,comma");
+  a.write("with,comma/f", "comma\n");
+  b.write("f", "b\n");
+  // No type= is a bind, as in Apptainer; a quoted field keeps its comma; APPTAINER_MOUNT
+  // holds a mount per line and comes before the flags.
+  auto result = capsa({"exec", "--mount", "\"src=" + (a / "with,comma") + "\",dst=/data/c,ro", busybox_sif(), "sh", "-c",
+                       "cat /data/c/f /env/one/f /env/two/f; touch /data/c/new 2>/dev/null || echo RO; echo \"$APPTAINER_BIND\""},
+                      {"APPTAINER_MOUNT=src=" + b.path() + ",dst=/env/one\nsrc=" + b.path() + ",target=/env/two"});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.out, "comma\nb\nb\nRO\n" + b.path() + ":/env/one:rw," + b.path() + ":/env/two:rw," + a.path() +
+                            "/with\\,comma:/data/c:ro\n");
+  auto bad = capsa({"exec", "--mount", "src=/a,dst=/b,size=1", busybox_sif(), "true"});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_EQ(bad.err, "capsa: error: invalid bind \"src=/a,dst=/b,size=1\": unknown key \"size\"\n");
+}
+
 TEST(Flags, BindsFromApptainerAndSingularityBindAddToTheFlags) {
   test::TempDir env_dir, flag_dir, legacy_dir;
   env_dir.write("f", "env\n");
