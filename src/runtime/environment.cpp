@@ -1,8 +1,11 @@
 #include "runtime/environment.hpp"
 
+#include <algorithm>
+#include <optional>
 #include <sstream>
 
 #include "runtime/shell_words.hpp"
+#include "util/csv_fields.hpp"
 #include "util/error.hpp"
 #include "util/fd.hpp"
 
@@ -54,31 +57,19 @@ void inject_assignment(ComposedEnvironment& out, const std::string& text, const 
   inject(out, text.substr(0, eq), text.substr(eq + 1), from);
 }
 
-// `--env A=1,B=2`: Apptainer's --env is a string map that reads its value as one CSV
-// record, so a comma separates assignments; a field in double quotes keeps its commas
-// (`--env '"LIST=a,b"'`), and a quote inside an unquoted field is an error, as in CSV.
-std::vector<std::string> split_env_flag(const std::string& text) {
-  std::vector<std::string> fields(1);
-  bool quoted = false, field_was_quoted = false;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    if (quoted) {
-      if (c != '"') fields.back() += c;
-      else if (i + 1 < text.size() && text[i + 1] == '"') fields.back() += '"', ++i;
-      else quoted = false;
-    } else if (c == '"' && fields.back().empty() && !field_was_quoted) {
-      quoted = field_was_quoted = true;
-    } else if (c == ',') {
-      fields.emplace_back();
-      field_was_quoted = false;
-    } else if (c == '"' || field_was_quoted) {
-      throw Error("--env " + text + ": a double quote must enclose a whole NAME=VALUE (\"NAME=a,b\")");
-    } else {
-      fields.back() += c;
-    }
+// The assignments of one --env, read as Apptainer reads it (pflag's string-to-string flag):
+// with one '=' the whole text is one assignment, double quotes trimmed from both ends
+// (`--env A=1,2` sets A to "1,2"); with more, it is a CSV record, so a comma separates
+// assignments and a field in double quotes keeps its commas (`--env '"A=a,b",B=c'`).
+std::vector<std::string> env_flag_assignments(const std::string& text) {
+  const auto equals = std::count(text.begin(), text.end(), '=');
+  if (equals == 0) return {text};  // refused as not NAME=VALUE
+  if (equals == 1) {
+    const auto first = text.find_first_not_of('"'), last = text.find_last_not_of('"');
+    return {first == std::string::npos ? "" : text.substr(first, last - first + 1)};
   }
-  if (quoted) throw Error("--env " + text + ": unterminated double quote");
-  return fields;
+  std::optional<CsvRecord> record = with_context("--env " + text, [&] { return read_csv_record(text); });
+  return record ? *record : std::vector<std::string>{};
 }
 
 std::string unquote(std::string value) {
@@ -133,7 +124,7 @@ ComposedEnvironment compose_environment(const EnvRequest& r) {
     for (const auto& [var, value] : parse_env_file(read_whole_file(file), from)) inject(out, var, value, from);
   }
   for (const std::string& arg : r.env_args)
-    for (const std::string& assignment : split_env_flag(arg)) inject_assignment(out, assignment, "--env");
+    for (const std::string& assignment : env_flag_assignments(arg)) inject_assignment(out, assignment, "--env");
   return out;
 }
 

@@ -18,7 +18,7 @@ using EnvMap = std::map<std::string, std::string>;
 struct EnvRequest {
   EnvMap host;                       // the caller's environment
   bool clean = false;                // --cleanenv / --containall
-  std::vector<std::string> env_args; // --env K=V (each may hold a comma list; "..." protects commas)
+  std::vector<std::string> env_args; // --env K=V (with two '=' or more, a CSV list of them; "..." protects commas)
   std::vector<std::string> env_files;// --env-file paths (contents: K=V lines)
   std::string home;                  // HOME inside
   std::string image_path;            // absolute path of the image

@@ -115,13 +115,16 @@ TEST_F(Environment, InjectedValuesAreEvaluatedOnceInside) {
 }
 
 TEST_F(Environment, EnvFlagTakesCommaSeparatedAssignments) {
-  // CSV: a quoted field keeps its commas, "" in it is one quote.
-  auto result = capsa({"exec", "--env", "A=1,B=2", "--env", "\"C=x,y\",\"D=say \"\"hi\"\"\"", busybox_sif(), "sh", "-c",
-                       "echo \"$A|$B|$C|$D\""});
-  EXPECT_EQ(result.out, "1|2|x,y|say \"hi\"\n") << result.err;
-  auto bare_quote = capsa({"exec", "--env", "E=\"x,y\"", busybox_sif(), "true"});
+  // pflag's rules, as Apptainer reads --env: with two '=' or more a CSV record (a quoted
+  // field keeps its commas, "" in it is one quote); with one '=' the whole text, double
+  // quotes trimmed from its ends.
+  auto result = capsa({"exec", "--env", "A=1,B=2", "--env", "\"C=x,y\",\"D=say \"\"hi\"\"\"", "--env", "E=1,2", "--env",
+                       "\"F=a b\"", busybox_sif(), "sh", "-c", "echo \"$A|$B|$C|$D|$E|$F\""});
+  EXPECT_EQ(result.out, "1|2|x,y|say \"hi\"|1,2|a b\n") << result.err;
+  auto bare_quote = capsa({"exec", "--env", "A=1,E=\"x,y\"", busybox_sif(), "true"});
   EXPECT_EQ(bare_quote.exit_code, 1);
-  EXPECT_EQ(bare_quote.err.rfind("capsa: error: --env E=\"x,y\": ", 0), 0u) << bare_quote.err;
+  EXPECT_EQ(bare_quote.err, "capsa: error: --env A=1,E=\"x,y\": column 7: a double quote in an unquoted field (quote the "
+                            "whole field, and double each quote inside it)\n");
 }
 
 TEST_F(Environment, HomeAndShellCannotBeInjected) {
