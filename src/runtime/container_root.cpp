@@ -131,27 +131,25 @@ void create_point(const std::string& dir, const std::string& path, bool director
   }
 }
 
-bool host_path_exists(const std::string& path, bool* is_dir) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return false;
-  *is_dir = S_ISDIR(st.st_mode);
-  return true;
+bool is_bind(const MountStep& step) {
+  return step.kind == MountStep::Kind::Bind || step.kind == MountStep::Kind::RecursiveBind;
 }
 
 // Mount targets the image lacks are made in session/points, which the overlay lays
 // over the image (not with --writable: `create` false). A target whose parent is not a
-// directory in the image is left out.
-void prepare_points(const std::string& image, const std::string& points, std::vector<MountStep>& steps, bool create) {
+// directory in the image is left out. A bind's target takes the kind of its source.
+void prepare_points(const std::string& image, const std::string& points, std::vector<MountStep>& steps,
+                    const std::vector<HostSource>& sources, bool create) {
   UniqueFd image_fd = open_file(image, O_PATH | O_DIRECTORY);
-  for (MountStep& step : steps) {
-    if (step.kind == MountStep::Kind::Bind || step.kind == MountStep::Kind::RecursiveBind) {
-      bool is_dir = false;
-      if (!host_path_exists(step.source, &is_dir)) {
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    MountStep& step = steps[i];
+    if (is_bind(step)) {
+      if (!sources[i].exists()) {
         if (step.required)
           throw Error("bind source " + step.source + " does not exist on the host (check the path given to -B/--bind)");
         continue;
       }
-      step.directory = is_dir;
+      step.directory = sources[i].directory();
     }
     int fd = open_in_root(image_fd.get(), step.target, O_PATH);
     if (fd >= 0) {
@@ -164,10 +162,7 @@ void prepare_points(const std::string& image, const std::string& points, std::ve
 
 // mount(2) refuses a directory over a file and a file over a directory with a bare
 // ENOTDIR/EISDIR; say which path is which instead.
-void check_bind_types(const MountStep& step, int target_fd) {
-  struct stat source {}, target {};
-  if (::stat(step.source.c_str(), &source) != 0 || ::fstat(target_fd, &target) != 0) return;
-  bool source_dir = S_ISDIR(source.st_mode), target_dir = S_ISDIR(target.st_mode);
+void check_bind_types(const MountStep& step, bool source_dir, bool target_dir) {
   if (source_dir == target_dir) return;
   throw Error("binding " + step.source + " to " + step.target + ": " + step.source + " is " +
               (source_dir ? "a directory" : "a file") + " but " + step.target + " is " +
@@ -213,16 +208,14 @@ void restrict_bind(int root_fd, const MountStep& step, bool read_only) {
 // bind must not run with its owner's rights (no_new_privs stops that too; this holds even
 // without it). One recursive mount_setattr where the kernel has it (5.12+), else a remount
 // per bind.
-void make_tree_nosuid(int root_fd, const std::vector<MountStep>& steps) {
+void make_tree_nosuid(int root_fd, const std::vector<MountStep>& steps, const std::vector<HostSource>& sources) {
   mount_attr attr{};
   attr.attr_set = MOUNT_ATTR_NOSUID;
   if (::mount_setattr(root_fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) == 0) return;
-  for (const MountStep& step : steps) {
-    if (step.kind != MountStep::Kind::Bind && step.kind != MountStep::Kind::RecursiveBind) continue;
-    bool is_dir = false;
-    if (!host_path_exists(step.source, &is_dir)) continue;
-    UniqueFd target(open_in_root(root_fd, step.target, O_PATH));
-    if (target) restrict_bind(root_fd, step, step.read_only);
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    if (!is_bind(steps[i]) || !sources[i].exists()) continue;
+    UniqueFd target(open_in_root(root_fd, steps[i].target, O_PATH));
+    if (target) restrict_bind(root_fd, steps[i], steps[i].read_only);
   }
 }
 
@@ -261,12 +254,10 @@ void hide_session_copy(int root_fd, const std::string& session, const MountStep&
 
 }  // namespace
 
-void apply_step(int root_fd, const std::string& session, const MountStep& step, bool writable_image) {
-  const bool is_bind = step.kind == MountStep::Kind::Bind || step.kind == MountStep::Kind::RecursiveBind;
-  if (is_bind) {
-    bool is_dir = false;
-    if (!host_path_exists(step.source, &is_dir)) return;  // optional and absent (checked before)
-  }
+void apply_step(int root_fd, const std::string& session, const MountStep& step, const HostSource& source,
+                bool writable_image) {
+  const bool bind = is_bind(step);
+  if (bind && !source.exists()) return;  // optional and absent (checked before)
   UniqueFd target(open_in_root(root_fd, step.target, O_PATH));
   if (!target) create_below_mount(root_fd, step, writable_image);
   if (!target) target.reset(open_in_root(root_fd, step.target, O_PATH));
@@ -282,26 +273,25 @@ void apply_step(int root_fd, const std::string& session, const MountStep& step, 
     if (!step.required) return;
     throw_errno("mount point " + step.target + " in the container");
   }
-  if (is_bind) {
-    if (!step.required) {
-      struct stat source {}, there {};
-      if (::stat(step.source.c_str(), &source) == 0 && ::fstat(target.get(), &there) == 0 &&
-          S_ISDIR(source.st_mode) != S_ISDIR(there.st_mode))
-        return;  // an optional system file the image has as something else
-    }
-    check_bind_types(step, target.get());
+  if (bind) {
+    struct stat there {};
+    if (::fstat(target.get(), &there) != 0) throw_errno("mount point " + step.target + " in the container");
+    // An optional system file the image has as something else is left alone.
+    if (!step.required && source.directory() != S_ISDIR(there.st_mode)) return;
+    check_bind_types(step, source.directory(), S_ISDIR(there.st_mode));
   }
   std::string where = fd_path(target.get());
   switch (step.kind) {
     case MountStep::Kind::Bind:
     case MountStep::Kind::RecursiveBind: {
       unsigned long flags = MS_BIND | (step.kind == MountStep::Kind::RecursiveBind ? MS_REC : 0);
-      if (::mount(step.source.c_str(), where.c_str(), nullptr, flags, nullptr) != 0) {
+      const std::string from = source.mount_source(step.source);
+      if (::mount(from.c_str(), where.c_str(), nullptr, flags, nullptr) != 0) {
         // In a user namespace the host's mounts below the source (another user's FUSE
         // mount under /tmp, say) are locked, and a plain bind, which would uncover what
         // they hide, fails with EINVAL. Bind the whole tree then, as Apptainer binds.
         if (errno != EINVAL || (flags & MS_REC) != 0 ||
-            ::mount(step.source.c_str(), where.c_str(), nullptr, flags | MS_REC, nullptr) != 0)
+            ::mount(from.c_str(), where.c_str(), nullptr, flags | MS_REC, nullptr) != 0)
           throw_errno("binding " + step.source + " to " + step.target);
         hide_session_copy(root_fd, session, step);
       }
@@ -364,7 +354,10 @@ void build_root_and_enter(const RootLayout& layout, const std::vector<MountStep>
   for (const auto& [name, content] : session_files) write_file(layout.session + "/files/" + name, content);
 
   std::vector<MountStep> steps = plan;
-  prepare_points(image, points, steps, !layout.writable_image);
+  // Every bind's source is looked up here, once, in the container's mount namespace
+  // (mount(2) binds only from there): the descriptors serve until the binds are made.
+  std::vector<HostSource> sources = examine_sources(steps);
+  prepare_points(image, points, steps, sources, !layout.writable_image);
 
   if (layout.writable_image) {
     if (::mount(image.c_str(), root.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0)
@@ -383,8 +376,10 @@ void build_root_and_enter(const RootLayout& layout, const std::vector<MountStep>
   }
 
   UniqueFd root_fd = open_file(root, O_PATH | O_DIRECTORY);
-  for (const MountStep& step : steps) apply_step(root_fd.get(), layout.session, step, layout.writable_image);
-  make_tree_nosuid(root_fd.get(), steps);
+  for (std::size_t i = 0; i < steps.size(); ++i)
+    apply_step(root_fd.get(), layout.session, steps[i], sources[i], layout.writable_image);
+  make_tree_nosuid(root_fd.get(), steps, sources);
+  sources.clear();  // the host's paths, which the container must not keep open
   root_fd.reset();
   if (before_enter) before_enter(root);  // --nvccli configures the mounted root here
   enter_root(root);

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/host_source.hpp"
 #include "runtime/mount_plan.hpp"
 
 namespace capsa::runtime {
@@ -43,9 +44,12 @@ int open_in_root(int root_fd, const std::string& path, int final_flags);
 // to on kernels without openat2 (before 5.6). Exposed so that tests compare the two.
 int open_in_root_walk(int root_fd, const std::string& path, int final_flags);
 // Mounts one step on the tree at root_fd (`session` holds SessionFile sources); the target
-// must exist unless its parent lies on an earlier mount. With `writable_image` (the
-// --writable sandbox is the root) nothing is created in the image itself.
-void apply_step(int root_fd, const std::string& session, const MountStep& step, bool writable_image = false);
+// must exist unless its parent lies on an earlier mount. A bind is made from `source`, the
+// step's source as examined (runtime/host_source.hpp): an absent one is skipped, the path
+// is not looked at again. With `writable_image` (the --writable sandbox is the root)
+// nothing is created in the image itself.
+void apply_step(int root_fd, const std::string& session, const MountStep& step, const HostSource& source,
+                bool writable_image = false);
 // pivot_root into `root` (a mount point) and detach the host's root.
 void enter_root(const std::string& root);
 

@@ -14,6 +14,7 @@
 
 #include "runtime/container_root.hpp"
 #include "runtime/gpu/nvidia.hpp"
+#include "runtime/host_source.hpp"
 #include "runtime/mount_plan.hpp"
 #include "runtime/namespaces.hpp"
 #include "runtime/seccomp_fakeroot.hpp"
@@ -46,8 +47,6 @@ MountStep host_bind(const std::string& source, const std::string& target, bool r
   step.source = source;
   step.target = target;
   step.required = required;
-  struct stat st {};
-  step.directory = ::stat(source.c_str(), &st) != 0 || S_ISDIR(st.st_mode);
   return step;
 }
 
@@ -178,7 +177,11 @@ std::string find_program(const std::string& name, const std::vector<std::string>
     throw_errno("binding the sandbox " + rootfs);
   {
     UniqueFd root_fd = open_file(rootfs, O_PATH | O_DIRECTORY);
-    for (const MountStep& step : steps) apply_step(root_fd.get(), "", step);
+    // The sources were examined by the parent (run_in_sandbox), whose descriptors belong
+    // to the mount namespace left behind: they are bound by path.
+    for (const MountStep& step : steps)
+      apply_step(root_fd.get(), "", step,
+                 step.kind == MountStep::Kind::Tmpfs ? HostSource() : HostSource::examined_elsewhere(step.directory));
   }
   enter_root(rootfs);
   std::vector<std::string> env = command.env;
@@ -212,13 +215,14 @@ int run_in_sandbox(const SandboxCommand& command) {
   std::vector<MountStep> planned = sandbox_plan(command);
   std::vector<MountStep> steps;
   MountPoints points(rootfs);
-  for (const MountStep& step : planned) {
+  for (MountStep& step : planned) {
     if (step.kind != MountStep::Kind::Tmpfs) {
-      struct stat st {};
-      if (::stat(step.source.c_str(), &st) != 0) {
+      const HostSource source = HostSource::examine(step.source);  // once: the child trusts what it found
+      if (!source.exists()) {
         if (step.required) throw Error("bind source " + step.source + " does not exist on the host");
         continue;
       }
+      step.directory = source.directory();
     }
     if (points.prepare(step)) steps.push_back(step);
   }
