@@ -1,8 +1,10 @@
 #!/bin/sh
-# Builds capsa into build/ (Release). Re-running only rebuilds what changed.
-#   build.sh        capsa and capsa-full: what installing and running need (setup.sh)
-#   build.sh all    also every test suite, and the libFuzzer targets into build/fuzz
-#                   (clang, ASan+UBSan) (test.sh)
+# Builds capsa. Re-running only rebuilds what changed.
+#   build.sh        capsa and capsa-full, Release, into build/release: what installing and
+#                   running need, nothing more (setup.sh)
+#   build.sh all    every test suite with capsa and capsa-full (RelWithDebInfo, so a failing
+#                   test has a useful backtrace) into build/, and the libFuzzer targets into
+#                   build/fuzz (clang, ASan+UBSan) (test.sh, benchmarks)
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -18,15 +20,14 @@ if command -v ccache >/dev/null 2>&1; then
   export CCACHE_BASEDIR="$root"
   launcher="-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache"
 fi
-tests=OFF
-[ "$what" = all ] && tests=ON
-# shellcheck disable=SC2086
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCAPSA_BUILD_TESTS=$tests \
-  -DCAPSA_FUZZ_BINARY_DIR="$root/build/fuzz" $launcher >/dev/null
 if [ "$what" = run ]; then
-  cmake --build build -j "$jobs" --target capsa capsa-full
+  # shellcheck disable=SC2086
+  cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release -DCAPSA_BUILD_TESTS=OFF $launcher >/dev/null
+  cmake --build build/release -j "$jobs" --target capsa capsa-full
   exit 0
 fi
+# shellcheck disable=SC2086
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCAPSA_FUZZ_BINARY_DIR="$root/build/fuzz" $launcher >/dev/null
 cmake --build build -j "$jobs"
 # shellcheck disable=SC2086
 cmake -S . -B build/fuzz -G Ninja -DCAPSA_FUZZ=ON -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \

@@ -68,12 +68,6 @@ bool starts_stage(const std::string& text) {
   return std::regex_search(text, bootstrap);
 }
 
-const std::set<std::string>& script_sections() {
-  static const std::set<std::string> names = {"pre",  "setup",     "post",        "environment", "runscript",
-                                              "test", "startscript", "help"};
-  return names;
-}
-
 const std::set<std::string>& scif_sections() {
   static const std::set<std::string> names = {"appinstall", "applabels", "appfiles", "appenv",
                                               "apptest",    "apphelp",   "apprun",   "appstart"};
