@@ -18,13 +18,13 @@
 #include "build/host_ops.hpp"
 #include "build/stage_files.hpp"
 #include "build/stage_metadata.hpp"
+#include "convert/pack.hpp"
 #include "image/directory_files.hpp"
 #include "image/metadata.hpp"
 #include "oci/platform.hpp"
 #include "pull/pull.hpp"
 #include "runtime/sandbox_run.hpp"
 #include "sif/writer.hpp"
-#include "squashfs/pack.hpp"
 #include "util/error.hpp"
 #include "util/fd.hpp"
 #include "util/interrupt.hpp"
@@ -224,7 +224,7 @@ void write_sif(Context& ctx, const std::string& rootfs, const std::string& targe
   create.time = ctx.options.time;
   if (std::getenv("SOURCE_DATE_EPOCH") != nullptr) create.uuid = sif::Uuid{};
 
-  squashfs::PackOptions pack;
+  convert::PackOptions pack;
   pack.compression = ctx.options.compression;
   ctx.progress.note("capsa: creating the SIF image " + target);
   sif::PartitionSlot slot(target, create, {def, inspect},

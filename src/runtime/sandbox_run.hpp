@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "convert/pack.hpp"
 #include "runtime/bind_spec.hpp"
-#include "squashfs/pack.hpp"
 
 namespace capsa::runtime {
 
@@ -78,10 +78,10 @@ int run_in_user_namespace(RootMode mode, const std::function<int()>& body);
 // every file readable while packing); real_root in this process, owners exact;
 // fakeroot_emulated in this process, everything owned by the caller on disk and recorded
 // as root in the image (owner_as_root/group_as_root set to the caller). pack_sandbox
-// returns the bytes written at `offset` of `fd`, as squashfs::pack_directory.
+// returns the bytes written at `offset` of `fd`, as convert::pack_directory.
 void unpack_sandbox(const std::string& image_path, const std::string& directory, RootMode mode);
 std::uint64_t pack_sandbox(const std::string& directory, int fd, std::uint64_t offset, RootMode mode,
-                           squashfs::PackOptions options = {});
+                           convert::PackOptions options = {});
 
 // Removes a sandbox tree made in `mode` (by unpack_to_directory inside
 // run_in_user_namespace, or by commands run_in_sandbox ran): entries owned by subordinate

@@ -83,13 +83,13 @@ void unpack_sandbox(const std::string& image_path, const std::string& directory,
 }
 
 std::uint64_t pack_sandbox(const std::string& directory, int fd, std::uint64_t offset, RootMode mode,
-                           squashfs::PackOptions options) {
+                           convert::PackOptions options) {
   RootMode resolved = resolve_root_mode(mode);
   if (resolved == RootMode::fakeroot_emulated) {
     options.owner_as_root = ::getuid();
     options.group_as_root = ::getgid();
   }
-  if (resolved != RootMode::fakeroot_subid) return squashfs::pack_directory(directory, fd, offset, options);
+  if (resolved != RootMode::fakeroot_subid) return convert::pack_directory(directory, fd, offset, options);
   // The size comes back through a shared page: the child's exit status is too small for it.
   void* shared = ::mmap(nullptr, sizeof(std::uint64_t), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (shared == MAP_FAILED) throw_errno("mmap");
@@ -97,7 +97,7 @@ std::uint64_t pack_sandbox(const std::string& directory, int fd, std::uint64_t o
   auto* bytes = static_cast<std::uint64_t*>(shared);
   *bytes = 0;
   int status = run_in_user_namespace(resolved, [&] {
-    *bytes = squashfs::pack_directory(directory, fd, offset, options);
+    *bytes = convert::pack_directory(directory, fd, offset, options);
     return 0;
   });
   if (status != 0) throw Error("packing " + directory + ": the fakeroot process ended with status " + std::to_string(status));

@@ -15,7 +15,7 @@
 #include <optional>
 #include <string>
 
-namespace capsa::squashfs {
+namespace capsa::convert {
 
 struct PackOptions {
   std::string compression = "zstd";     // zstd, gzip or xz, as the pull's --compression
@@ -38,4 +38,4 @@ struct PackOptions {
 // failures (an unreadable file names its path).
 std::uint64_t pack_directory(const std::string& directory, int fd, std::uint64_t offset, const PackOptions& options);
 
-}  // namespace capsa::squashfs
+}  // namespace capsa::convert

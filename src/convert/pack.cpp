@@ -1,4 +1,4 @@
-#include "squashfs/pack.hpp"
+#include "convert/pack.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -19,18 +19,15 @@
 #include "util/fd.hpp"
 #include "util/log.hpp"
 
-namespace capsa::squashfs {
+namespace capsa::convert {
 namespace {
-
-using convert::Kind;
-using convert::Node;
 
 // Walks the tree with one open directory fd per level, never following a symlink: the
 // sandbox was written by the build's %post, whose links may point anywhere on the host.
 // The tree is the converter's MergeTree node type, so the converter's writer packs it.
 class DirectoryPacker {
  public:
-  DirectoryPacker(const std::string& directory, const PackOptions& options, convert::SquashfsWriter& writer)
+  DirectoryPacker(const std::string& directory, const PackOptions& options, SquashfsWriter& writer)
       : directory_(directory), options_(options), writer_(writer) {}
 
   void pack_root(Node& root) {
@@ -58,12 +55,12 @@ class DirectoryPacker {
     return gid;
   }
 
-  convert::Attributes attributes(const struct stat& st) const {
-    convert::Attributes a;
+  Attributes attributes(const struct stat& st) const {
+    Attributes a;
     a.mode = st.st_mode & 07777;
     a.uid = map_uid(st.st_uid);
     a.gid = map_gid(st.st_gid);
-    a.mtime = convert::clamp_time(st.st_mtim.tv_sec);
+    a.mtime = clamp_time(st.st_mtim.tv_sec);
     return a;
   }
 
@@ -184,7 +181,7 @@ class DirectoryPacker {
 
   std::string directory_;
   const PackOptions& options_;
-  convert::SquashfsWriter& writer_;
+  SquashfsWriter& writer_;
   std::map<std::pair<dev_t, ino_t>, Node*> links_;  // first name of each multiply-linked inode
   std::vector<char> buffer_ = std::vector<char>(1 << 20);
 };
@@ -192,14 +189,14 @@ class DirectoryPacker {
 }  // namespace
 
 std::uint64_t pack_directory(const std::string& directory, int fd, std::uint64_t offset, const PackOptions& options) {
-  convert::ConvertOptions convert_options;
-  convert_options.compressor = convert::compressor_named(options.compression);
+  ConvertOptions convert_options;
+  convert_options.compressor = compressor_named(options.compression);
   convert_options.workers = options.threads;
-  convert_options.source_date_epoch = convert::source_date_epoch_from_environment();
-  convert::SquashfsWriter writer(fd, offset, directory + " (squashfs image)", convert_options);
+  convert_options.source_date_epoch = source_date_epoch_from_environment();
+  SquashfsWriter writer(fd, offset, directory + " (squashfs image)", convert_options);
   Node root;
   DirectoryPacker(directory, options, writer).pack_root(root);
   return writer.finish(root, convert_options.source_date_epoch).bytes;
 }
 
-}  // namespace capsa::squashfs
+}  // namespace capsa::convert
