@@ -6,45 +6,24 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <new>
-#include <type_traits>
+#include <memory>
+
+#include "squashfs/window_file.hpp"
 
 namespace capsa::convert {
 namespace {
 
-struct OffsetFile {
-  sqfs_file_t base;  // first member: libsquashfs hands &base back to the callbacks
-  int fd = -1;
-  std::uint64_t base_offset = 0;
-  std::uint64_t size = 0;  // bytes of the image, relative to base_offset
-};
-static_assert(std::is_standard_layout_v<OffsetFile>);
+using squashfs::WindowFile;
+using squashfs::window_of;
 
-OffsetFile& of(sqfs_file_t* file) { return *reinterpret_cast<OffsetFile*>(file); }
-const OffsetFile& of(const sqfs_file_t* file) { return *reinterpret_cast<const OffsetFile*>(file); }
-
-int read_at(sqfs_file_t* file, sqfs_u64 offset, void* buffer, size_t size) {
-  OffsetFile& f = of(file);
-  if (offset > f.size || size > f.size - offset) return SQFS_ERROR_OUT_OF_BOUNDS;
-  auto* out = static_cast<char*>(buffer);
-  while (size > 0) {
-    ssize_t n = ::pread(f.fd, out, size, static_cast<off_t>(f.base_offset + offset));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return SQFS_ERROR_IO;
-    if (n == 0) return SQFS_ERROR_OUT_OF_BOUNDS;
-    out += n;
-    offset += static_cast<sqfs_u64>(n);
-    size -= static_cast<size_t>(n);
-  }
-  return 0;
-}
-
+// Reads go through the window's own hook (squashfs/window_file), confined to what has
+// been written so far; these add writing, which grows the window.
 int write_at(sqfs_file_t* file, sqfs_u64 offset, const void* buffer, size_t size) {
-  OffsetFile& f = of(file);
+  WindowFile& f = window_of(file);
   const auto* in = static_cast<const char*>(buffer);
   sqfs_u64 at = offset;
   for (size_t left = size; left > 0;) {
-    ssize_t n = ::pwrite(f.fd, in, left, static_cast<off_t>(f.base_offset + at));
+    ssize_t n = ::pwrite(f.fd, in, left, static_cast<off_t>(f.offset + at));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return SQFS_ERROR_IO;
     in += n;
@@ -55,30 +34,24 @@ int write_at(sqfs_file_t* file, sqfs_u64 offset, const void* buffer, size_t size
   return 0;
 }
 
-sqfs_u64 get_size(const sqfs_file_t* file) { return of(file).size; }
-
 int truncate(sqfs_file_t* file, sqfs_u64 size) {
-  OffsetFile& f = of(file);
-  if (::ftruncate(f.fd, static_cast<off_t>(f.base_offset + size)) != 0) return SQFS_ERROR_IO;
+  WindowFile& f = window_of(file);
+  if (::ftruncate(f.fd, static_cast<off_t>(f.offset + size)) != 0) return SQFS_ERROR_IO;
   f.size = size;
   return 0;
 }
 
-void destroy(sqfs_object_t* object) { delete reinterpret_cast<OffsetFile*>(object); }
+void destroy(sqfs_object_t* object) { delete &window_of(reinterpret_cast<sqfs_file_t*>(object)); }
 
 }  // namespace
 
 sqfs_file_t* open_offset_file(int fd, std::uint64_t base_offset) {
-  auto* file = new OffsetFile{};
+  auto file = std::make_unique<WindowFile>();
+  squashfs::open_window(*file, fd, base_offset, 0);
   file->base.base.destroy = destroy;
-  file->base.base.copy = nullptr;  // libsquashfs never copies an output file
-  file->base.read_at = read_at;
   file->base.write_at = write_at;
-  file->base.get_size = get_size;
   file->base.truncate = truncate;
-  file->fd = fd;
-  file->base_offset = base_offset;
-  return &file->base;
+  return &file.release()->base;
 }
 
 }  // namespace capsa::convert

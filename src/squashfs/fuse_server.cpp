@@ -6,12 +6,10 @@
 #include <signal.h>
 #include <sqfs/block.h>
 #include <sqfs/compressor.h>
-#include <sqfs/dir.h>
 #include <sqfs/error.h>
 #include <sqfs/frag_table.h>
 #include <sqfs/id_table.h>
 #include <sqfs/inode.h>
-#include <sqfs/io.h>
 #include <sqfs/meta_reader.h>
 #include <sqfs/super.h>
 #include <sys/stat.h>
@@ -24,17 +22,17 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <limits>
 #include <list>
 #include <mutex>
 #include <new>
 #include <shared_mutex>
-#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
-#include "squashfs/inode_bounds.hpp"
+#include "squashfs/directory_entries.hpp"
+#include "squashfs/image.hpp"
 #include "squashfs/sqfs_handles.hpp"
+#include "squashfs/window_file.hpp"
 #include "util/error.hpp"
 #include "util/fd.hpp"
 
@@ -59,41 +57,6 @@ constexpr std::size_t kMaxCachedDirectoryEntries = 1u << 21;
 constexpr unsigned kMaxThreads = 16;
 constexpr std::uint32_t kBlockSizeMask = (1u << 24) - 1;
 constexpr fuse_ino_t kInodeRefBias = 2;  // FUSE ino = inode reference + 2; 1 is the root
-
-// A sqfs_file_t over a window of a file. pread only, so every thread may use it at once.
-struct WindowFile {
-  sqfs_file_t base;  // first member: libsquashfs hands &base back to the callbacks
-  int fd = -1;
-  std::uint64_t offset = 0;
-  std::uint64_t size = 0;
-};
-static_assert(std::is_standard_layout_v<WindowFile>);
-
-const WindowFile& window_of(const sqfs_file_t* file) { return *reinterpret_cast<const WindowFile*>(file); }
-
-int pread_all(int fd, void* buffer, std::size_t size, std::uint64_t offset) {
-  auto* out = static_cast<char*>(buffer);
-  while (size > 0) {
-    ssize_t n = ::pread(fd, out, size, static_cast<off_t>(offset));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return SQFS_ERROR_IO;
-    if (n == 0) return SQFS_ERROR_OUT_OF_BOUNDS;
-    out += n;
-    offset += static_cast<std::uint64_t>(n);
-    size -= static_cast<std::size_t>(n);
-  }
-  return 0;
-}
-
-int window_read_at(sqfs_file_t* file, sqfs_u64 offset, void* buffer, size_t size) {
-  const WindowFile& w = window_of(file);
-  if (offset > w.size || size > w.size - offset) return SQFS_ERROR_OUT_OF_BOUNDS;
-  return pread_all(w.fd, buffer, size, w.offset + offset);
-}
-int window_write_at(sqfs_file_t*, sqfs_u64, const void*, size_t) { return SQFS_ERROR_UNSUPPORTED; }
-int window_truncate(sqfs_file_t*, sqfs_u64) { return SQFS_ERROR_UNSUPPORTED; }
-sqfs_u64 window_get_size(const sqfs_file_t* file) { return window_of(file).size; }
-void window_destroy(sqfs_object_t*) {}
 
 // Thrown inside a request and answered with the errno; never leaves a handler.
 struct RequestError {
@@ -234,14 +197,13 @@ class RefTable {
 }  // namespace
 
 struct FuseImage::Impl {
-  UniqueFd fd;
-  WindowFile file{};
-  sqfs_super_t super{};
-  sqfs_compressor_config_t compressor_config{};
+  std::shared_ptr<const Image> image;
+  const sqfs_super_t& super;
   std::unique_ptr<sqfs_id_table_t, DestroyObject> ids;
   std::unique_ptr<sqfs_frag_table_t, DestroyObject> fragments;
   std::uint64_t root_ref = 0;
-  std::string label;
+
+  explicit Impl(std::shared_ptr<const Image> opened) : image(std::move(opened)), super(image->super()) {}
 
   // The kernel opens files and directories without asking (FUSE_CAP_NO_OPEN_SUPPORT and
   // _NO_OPENDIR_SUPPORT): an image never changes, so there is nothing to check, and each
@@ -253,13 +215,13 @@ struct FuseImage::Impl {
   RefTable<ListingRef> listings{kMaxCachedDirectoryEntries};
   BlockCache blocks;
 
-  // The parts of libsquashfs that keep state between calls (a compressor's stream, a
+  // The parts of libsquashfs that keep state between calls (a decompressor's stream, a
   // meta data reader's current block) cannot be shared between threads: each request
   // borrows a set of its own from this pool.
   struct Readers {
-    std::unique_ptr<sqfs_compressor_t, DestroyObject> compressor;
-    std::unique_ptr<sqfs_meta_reader_t, DestroyObject> inodes;
-    std::unique_ptr<sqfs_meta_reader_t, DestroyObject> directories;
+    CompressorPtr decompressor;
+    MetaReaderPtr inodes;
+    MetaReaderPtr directories;
     std::vector<std::uint8_t> scratch;
   };
   std::mutex pool_mutex;
@@ -279,21 +241,6 @@ struct FuseImage::Impl {
     std::unique_ptr<Readers> readers_;
   };
 
-  std::unique_ptr<sqfs_compressor_t, DestroyObject> make_compressor() {
-    sqfs_compressor_t* raw = nullptr;
-    int ret = sqfs_compressor_create(&compressor_config, &raw);
-    if (ret == SQFS_ERROR_UNSUPPORTED) {
-      const char* name = sqfs_compressor_name_from_id(static_cast<SQFS_COMPRESSOR>(super.compression_id));
-      throw FormatError(label + ": squashfs compressor " + (name ? name : std::to_string(super.compression_id)) +
-                        " is not supported");
-    }
-    if (ret < 0) throw FormatError(label + ": cannot set up the squashfs decompressor");
-    std::unique_ptr<sqfs_compressor_t, DestroyObject> compressor(raw);
-    if ((super.flags & SQFS_FLAG_COMPRESSOR_OPTIONS) && compressor->read_options(compressor.get(), &file.base) < 0)
-      throw FormatError(label + ": corrupt squashfs compressor options");
-    return compressor;
-  }
-
   std::unique_ptr<Readers> take_readers() {
     {
       std::lock_guard lock(pool_mutex);
@@ -304,12 +251,9 @@ struct FuseImage::Impl {
       }
     }
     auto readers = std::make_unique<Readers>();
-    readers->compressor = make_compressor();
-    readers->inodes.reset(sqfs_meta_reader_create(&file.base, readers->compressor.get(), super.inode_table_start,
-                                                  super.directory_table_start));
-    readers->directories.reset(
-        sqfs_meta_reader_create(&file.base, readers->compressor.get(), super.directory_table_start, super.bytes_used));
-    if (!readers->inodes || !readers->directories) throw std::bad_alloc();
+    readers->decompressor = image->make_decompressor();
+    readers->inodes = image->inode_table(readers->decompressor.get());
+    readers->directories = image->directory_table(readers->decompressor.get());
     return readers;
   }
 
@@ -324,47 +268,41 @@ struct FuseImage::Impl {
   fuse_entry_param entry_of(std::uint64_t ref);
 };
 
+// In messages of the errors a request turns into an errno: nobody reads them.
+const std::string kInRequest = "(request)";
+
 void FuseImage::Impl::open() {
-  if (file.size < sizeof(sqfs_super_t)) throw FormatError(label + ": too small for a squashfs image");
-  if (sqfs_super_read(&super, &file.base) < 0) throw FormatError(label + ": not a readable squashfs 4.0 image");
-  if (super.bytes_used > file.size) throw FormatError(label + ": squashfs image is truncated");
-  if (sqfs_compressor_config_init(&compressor_config, static_cast<SQFS_COMPRESSOR>(super.compression_id),
-                                  super.block_size, SQFS_COMP_FLAG_UNCOMPRESS) < 0)
-    throw FormatError(label + ": unknown squashfs compressor");
-  auto compressor = make_compressor();
+  const std::string& label = image->label();
+  CompressorPtr decompressor = image->make_decompressor();
   ids.reset(sqfs_id_table_create(0));
   fragments.reset(sqfs_frag_table_create(0));
   if (!ids || !fragments) throw std::bad_alloc();
-  if (sqfs_id_table_read(ids.get(), &file.base, &super, compressor.get()) < 0)
-    throw FormatError(label + ": corrupt squashfs id table");
-  // The fragment table's index must fit in the image: that bounds the allocation
-  // libsquashfs makes from the count.
-  std::uint64_t index_bytes = (std::uint64_t{super.fragment_entry_count} + 511) / 512 * 8;
-  if (!(super.flags & SQFS_FLAG_NO_FRAGMENTS) && super.fragment_entry_count != 0) {
-    if (index_bytes > super.bytes_used ||
-        sqfs_frag_table_read(fragments.get(), &file.base, &super, compressor.get()) < 0)
-      throw FormatError(label + ": corrupt squashfs fragment table");
-  }
+  image->check(sqfs_id_table_read(ids.get(), image->file(), &super, decompressor.get()), "squashfs id table");
+  if (!(super.flags & SQFS_FLAG_NO_FRAGMENTS) && super.fragment_entry_count != 0)
+    image->check(sqfs_frag_table_read(fragments.get(), image->file(), &super, decompressor.get()),
+                 "squashfs fragment table");
   blocks.set_budget(kCachedBlocks * super.block_size);
   root_ref = super.root_inode_ref;
+  NodeRef root;
   try {
-    if (!is_dir(*node(root_ref)->inode)) throw FormatError(label + ": squashfs root inode is not a directory");
+    root = node(root_ref);
   } catch (const RequestError&) {
     throw FormatError(label + ": corrupt squashfs root inode");
+  } catch (const FormatError&) {
+    throw FormatError(label + ": corrupt squashfs root inode");
   }
+  if (!is_dir(*root->inode)) throw FormatError(label + ": squashfs root inode is not a directory");
 }
 
 NodeRef FuseImage::Impl::node(std::uint64_t ref) {
   if (NodeRef found = nodes.find(ref)) return found;
-  sqfs_inode_generic_t* raw = nullptr;
+  auto made = std::make_shared<Node>();
   {
     Lease readers(*this);
-    if (oversized_inode(readers->inodes.get(), super, ref)) throw RequestError{EIO};  // see inode_bounds.hpp
-    check(sqfs_meta_reader_read_inode(readers->inodes.get(), &super, ref >> 16, ref & 0xffff, &raw));
+    made->inode = image->read_inode(readers->inodes.get(), ref, kInRequest);
   }
-  auto made = std::make_shared<Node>();
-  made->inode.reset(raw);
-  const sqfs_inode_generic_t& inode = *raw;
+  const sqfs_inode_generic_t& inode = *made->inode;
+  const sqfs_inode_generic_t* raw = made->inode.get();
   struct stat& st = made->attr;
   st.st_ino = inode.base.inode_number;
   st.st_mode = type_bits(inode) | (inode.base.mode & 07777);
@@ -414,22 +352,10 @@ ListingRef FuseImage::Impl::listing(std::uint64_t ref, const Node& dir) {
   auto made = std::make_shared<Listing>();
   {
     Lease readers(*this);
-    sqfs_readdir_state_t state{};
-    check(sqfs_readdir_state_init(&state, &super, dir.inode.get()));
-    for (;;) {
-      sqfs_dir_entry_t* raw = nullptr;
-      sqfs_u32 inode_number = 0;
-      sqfs_u64 child = 0;
-      int ret = sqfs_meta_reader_readdir(readers->directories.get(), &state, &raw, &inode_number, &child);
-      std::unique_ptr<sqfs_dir_entry_t, FreeBuffer> entry(raw);
-      if (ret > 0) break;
-      check(ret);
-      std::string name(reinterpret_cast<const char*>(entry->name), std::size_t{entry->size} + 1);
-      // A crafted image must not smuggle a path or "."/".." into a listing.
-      if (name.find_first_of(std::string_view("/\0", 2)) != std::string::npos || name == "." || name == "..")
-        throw RequestError{EIO};
+    DirectoryEntries entries(*image, readers->directories.get(), *dir.inode, kInRequest);
+    for (DirectoryEntry entry; entries.next(entry);) {
       mode_t type = S_IFSOCK;
-      switch (entry->type) {
+      switch (entry.type) {
         case SQFS_INODE_DIR: type = S_IFDIR; break;
         case SQFS_INODE_FILE: type = S_IFREG; break;
         case SQFS_INODE_SLINK: type = S_IFLNK; break;
@@ -438,8 +364,7 @@ ListingRef FuseImage::Impl::listing(std::uint64_t ref, const Node& dir) {
         case SQFS_INODE_FIFO: type = S_IFIFO; break;
         default: break;
       }
-      made->push_back({std::move(name), child, inode_number, type});
-      if (made->size() > kMaxCachedDirectoryEntries) throw RequestError{EIO};
+      made->push_back({std::move(entry.name), entry.ref, entry.inode_number, type});
     }
   }
   // Written sorted; sorted again here because lookups rely on it.
@@ -459,14 +384,14 @@ Block FuseImage::Impl::block(std::uint64_t position, std::uint32_t size_word, st
   auto data = std::make_shared<std::vector<std::uint8_t>>();
   if (!SQFS_IS_BLOCK_COMPRESSED(size_word)) {
     data->resize(stored);
-    check(window_read_at(&file.base, position, data->data(), stored));
+    check(read_window(image->file(), position, data->data(), stored));
   } else {
     Lease readers(*this);
     readers->scratch.resize(stored);
-    check(window_read_at(&file.base, position, readers->scratch.data(), stored));
+    check(read_window(image->file(), position, readers->scratch.data(), stored));
     data->resize(super.block_size);
-    sqfs_s32 n = readers->compressor->do_block(readers->compressor.get(), readers->scratch.data(), stored,
-                                               data->data(), super.block_size);
+    sqfs_s32 n = readers->decompressor->do_block(readers->decompressor.get(), readers->scratch.data(), stored,
+                                                 data->data(), super.block_size);
     check(n);
     data->resize(static_cast<std::size_t>(n));
   }
@@ -530,6 +455,8 @@ void answer(fuse_req_t req, Body&& body) {
     body(image_of(req));
   } catch (const RequestError& e) {
     fuse_reply_err(req, e.err);
+  } catch (const ImageError& e) {
+    fuse_reply_err(req, e.code() == SQFS_ERROR_ALLOC ? ENOMEM : EIO);
   } catch (const std::bad_alloc&) {
     fuse_reply_err(req, ENOMEM);
   } catch (const std::exception&) {
@@ -698,21 +625,9 @@ void op_listxattr(fuse_req_t req, fuse_ino_t, size_t size) {
 }  // namespace
 
 FuseImage::FuseImage(const std::string& path, std::uint64_t offset, std::uint64_t size)
-    : impl_(std::make_unique<Impl>()) {
-  impl_->label = path;
-  impl_->fd = open_file(path, O_RDONLY);
-  if (offset > static_cast<std::uint64_t>(std::numeric_limits<off_t>::max()) ||
-      size > static_cast<std::uint64_t>(std::numeric_limits<off_t>::max()) - offset)
-    throw FormatError(path + ": squashfs image lies beyond the largest file offset");
-  WindowFile& w = impl_->file;
-  w.base.base.destroy = window_destroy;
-  w.base.read_at = window_read_at;
-  w.base.write_at = window_write_at;
-  w.base.get_size = window_get_size;
-  w.base.truncate = window_truncate;
-  w.fd = impl_->fd.get();
-  w.offset = offset;
-  w.size = size;
+    : FuseImage(std::make_shared<const Image>(open_file(path, O_RDONLY), offset, size, path)) {}
+
+FuseImage::FuseImage(std::shared_ptr<const Image> image) : impl_(std::make_unique<Impl>(std::move(image))) {
   impl_->open();
 }
 

@@ -17,12 +17,18 @@
 
 namespace capsa::squashfs {
 
+class Image;
+
 class FuseImage {
  public:
   // Opens and checks the image at [offset, offset+size) of `path` (super block, id and
   // fragment tables, root inode). Throws FormatError/SystemError naming `path`, so that
   // a broken image is reported before anything is mounted.
   FuseImage(const std::string& path, std::uint64_t offset, std::uint64_t size);
+  // The same for an image already opened (Reader::image(): what the run-time checks
+  // opened), whose super block is not read again. Its file descriptor must stay open
+  // while this serves (a forked server has its own copy).
+  explicit FuseImage(std::shared_ptr<const Image> image);
   ~FuseImage();
   FuseImage(const FuseImage&) = delete;
   FuseImage& operator=(const FuseImage&) = delete;

@@ -1,8 +1,9 @@
 #pragma once
 // Read-only access to a squashfs image that lies inside another file (the primary
 // partition of a SIF), without mounting it. Parsing is left to libsquashfs
-// (squashfs-tools-ng); this class only confines its reads to [offset, offset+size)
-// and resolves paths, so that nothing in the image can point outside it.
+// (squashfs-tools-ng); the image's window (image.hpp) confines its reads to
+// [offset, offset+size), and this class resolves paths, so that nothing in the image
+// can point outside it.
 
 #include <cstdint>
 #include <functional>
@@ -12,6 +13,8 @@
 #include <vector>
 
 namespace capsa::squashfs {
+
+class Image;
 
 // One entry of the image as stored, for walking the whole tree (unpacking).
 struct Entry {
@@ -50,6 +53,8 @@ class Reader {
   // error message, e.g. "image.sif: primary partition". Throws FormatError when the
   // bytes are not a readable squashfs 4.0 image.
   Reader(int fd, std::uint64_t offset, std::uint64_t size, std::string label);
+  // A reader of an image already opened (its checks are not repeated).
+  explicit Reader(std::shared_ptr<const Image> image);
   ~Reader();
   Reader(Reader&&) noexcept;
   Reader& operator=(Reader&&) noexcept;
@@ -57,6 +62,8 @@ class Reader {
   Reader& operator=(const Reader&) = delete;
 
   const std::string& label() const;
+  // The opened image, for the FUSE server to serve without opening it again.
+  const std::shared_ptr<const Image>& image() const;
 
   // Contents of the regular file at the absolute in-image `path`. Symbolic links are
   // followed inside the image (relative to the image root, never the host), at most

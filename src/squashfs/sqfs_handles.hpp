@@ -15,5 +15,7 @@ struct FreeBuffer {
   void operator()(void* buffer) const { sqfs_free(buffer); }
 };
 using InodePtr = std::unique_ptr<sqfs_inode_generic_t, FreeBuffer>;
+using CompressorPtr = std::unique_ptr<sqfs_compressor_t, DestroyObject>;
+using MetaReaderPtr = std::unique_ptr<sqfs_meta_reader_t, DestroyObject>;
 
 }  // namespace capsa::squashfs
