@@ -633,12 +633,7 @@ FuseImage::FuseImage(std::shared_ptr<const Image> image) : impl_(std::make_uniqu
 
 FuseImage::~FuseImage() = default;
 
-int FuseImage::serve(int fuse_fd) {
-  // The container's process group gets the terminal's and the batch system's signals;
-  // the container decides what to do with them and still needs its files meanwhile.
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGTSTP, SIGTTIN, SIGTTOU, SIGUSR1, SIGUSR2})
-    ::signal(sig, SIG_IGN);
-
+fuse_session* FuseImage::new_session() {
   fuse_lowlevel_ops ops{};
   ops.init = op_init;
   ops.lookup = op_lookup;
@@ -659,7 +654,16 @@ int FuseImage::serve(int fuse_fd) {
   char program[] = "capsa";
   char* argv[] = {program, nullptr};
   fuse_args args = FUSE_ARGS_INIT(1, argv);
-  fuse_session* session = fuse_session_new(&args, &ops, sizeof(ops), impl_.get());
+  return fuse_session_new(&args, &ops, sizeof(ops), impl_.get());
+}
+
+int FuseImage::serve(int fuse_fd) {
+  // The container's process group gets the terminal's and the batch system's signals;
+  // the container decides what to do with them and still needs its files meanwhile.
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGTSTP, SIGTTIN, SIGTTOU, SIGUSR1, SIGUSR2})
+    ::signal(sig, SIG_IGN);
+
+  fuse_session* session = new_session();
   if (session == nullptr) return 1;
   // libfuse takes a mounted connection as "/dev/fd/N" and skips mounting.
   std::string mountpoint = "/dev/fd/" + std::to_string(fuse_fd);

@@ -15,6 +15,8 @@
 #include <memory>
 #include <string>
 
+struct fuse_session;
+
 namespace capsa::squashfs {
 
 class Image;
@@ -39,6 +41,12 @@ class FuseImage {
   // threads, and it ignores the terminal and termination signals that reach the
   // container's process group (the parent-death signal is what ends it early).
   int serve(int fuse_fd);
+
+  // A libfuse session over this image whose requests the caller feeds in itself
+  // (fuse_session_custom_io, then fuse_session_process_buf for each), with no kernel
+  // and no mount: how the tests and the fuzzer (tests/fuzz/fuzz_fuse_server.cpp) reach
+  // the request handlers. Released with fuse_session_destroy; nullptr if libfuse fails.
+  fuse_session* new_session();
 
  // Public only so that the request handlers (free functions libfuse calls) can name it.
   struct Impl;
