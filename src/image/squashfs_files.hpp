@@ -13,6 +13,7 @@ class SquashfsFiles final : public ImageFiles {
   const std::string& label() const override { return reader_.label(); }
   std::optional<std::string> read_file(const std::string& path, std::uint64_t max_bytes = 16 << 20) const override;
   std::optional<std::vector<std::string>> list_directory(const std::string& path) const override;
+  const squashfs::Reader& reader() const { return reader_; }
 
  private:
   // Like the reader, not to be shared between threads.

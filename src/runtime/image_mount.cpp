@@ -11,6 +11,8 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
+#include <sstream>
 #include <vector>
 
 #include "runtime/loop_device.hpp"
@@ -124,9 +126,13 @@ void mount_with_squashfuse(const SquashfsLocation& image, const std::string& tar
 
 void mount_with_builtin_server(const SquashfsLocation& image, const std::string& target, bool wait) {
   // Opened and checked before anything is mounted, so a broken image is reported here.
-  squashfs::FuseImage server(image.file, image.offset, image.size);
+  std::optional<squashfs::FuseImage> server;
+  if (image.opened)
+    server.emplace(image.opened);
+  else
+    server.emplace(image.file, image.offset, image.size);
   UniqueFd fuse = mount_fuse(target, "capsa");
-  start_server(std::move(fuse), image, target, "capsa", wait, [&](int fd) { return server.serve(fd); });
+  start_server(std::move(fuse), image, target, "capsa", wait, [&](int fd) { return server->serve(fd); });
 }
 
 }  // namespace

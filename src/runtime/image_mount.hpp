@@ -12,7 +12,12 @@
 //    (libfuse >= 3.3). The server dies with the container (parent-death signal), and if
 //    it dies first the connection aborts, so nothing ever hangs on a dead server.
 #include <cstdint>
+#include <memory>
 #include <string>
+
+namespace capsa::squashfs {
+class Image;
+}
 
 namespace capsa::runtime {
 
@@ -20,6 +25,9 @@ struct SquashfsLocation {
   std::string file;         // the SIF (or a bare .sqfs)
   std::uint64_t offset = 0;
   std::uint64_t size = 0;
+  // The image as the run-time checks opened it (squashfs::Reader::image()), if they did:
+  // capsa's FUSE server then serves it without opening and checking it again.
+  std::shared_ptr<const squashfs::Image> opened{};
 };
 
 enum class MountDriver {

@@ -102,6 +102,7 @@ OpenedSquashfs open_squashfs(const std::string& path) {
   } catch (const FormatError& e) {
     throw FormatError(std::string(e.what()) + " (the image is damaged or incomplete: copy, pull or build it again)");
   }
+  location.opened = files->reader().image();  // capsa's FUSE server serves it as opened here
   return {std::move(image), location, std::move(*files)};
 }
 
