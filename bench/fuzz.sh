@@ -19,6 +19,7 @@ seeds_for() {
   [ -d "$root/tests/fuzz/corpus/$1" ] && echo "$root/tests/fuzz/corpus/$1"
   case "$1" in
     sif) echo "$root/tests/fixtures/upstream/sif/images $root/tests/fixtures/upstream/sif/real" ;;
+    fuse_server) echo "$root/tests/fuzz/corpus/squashfs $root/tests/fuzz/corpus/unpack" ;;
   esac
 }
 if [ $# -gt 0 ]; then

@@ -11,8 +11,12 @@ namespace capsa::fuzz {
 
 class MemfdInput {
  public:
-  MemfdInput(const std::uint8_t* data, std::size_t size);
+  // The input at offset `padding` of the file, with `padding` bytes of 0xa5 before and
+  // after it: an image read as a window of the file (as in a SIF) has neighbours, and a
+  // read past the window finds them rather than the end of the file.
+  MemfdInput(const std::uint8_t* data, std::size_t size, std::uint64_t padding = 0);
   const std::string& path() const { return path_; }
+  int fd() const { return fd_.get(); }
 
  private:
   UniqueFd fd_;
