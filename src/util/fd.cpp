@@ -85,18 +85,28 @@ void copy_range_to(int in_fd, std::uint64_t offset, std::uint64_t length, int ou
 
 std::string read_whole_file(const std::string& path) {
   UniqueFd fd = open_file(path, O_RDONLY);
+  return read_to_end(fd.get(), path);
+}
+
+std::string read_to_end(int fd, const std::string& what) {
   std::string out;
   char buf[65536];
   for (;;) {
-    ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    ssize_t n = ::read(fd, buf, sizeof buf);
     if (n < 0) {
       if (errno == EINTR) continue;
-      throw_errno(path);
+      throw_errno(what);
     }
     if (n == 0) break;
     out.append(buf, static_cast<std::size_t>(n));
   }
   return out;
+}
+
+Pipe make_pipe() {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) throw_errno("pipe");
+  return {UniqueFd(fds[0]), UniqueFd(fds[1])};
 }
 
 }  // namespace capsa

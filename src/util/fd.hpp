@@ -48,4 +48,14 @@ void copy_range_to(int in_fd, std::uint64_t offset, std::uint64_t length, int ou
 // Whole file into memory; for small inputs only (definition files, JSON).
 std::string read_whole_file(const std::string& path);
 
+// Everything left to read on fd (a pipe), until end of file; throws SystemError naming `what`.
+std::string read_to_end(int fd, const std::string& what);
+
+// The two ends of a pipe2(O_CLOEXEC); throws SystemError.
+struct Pipe {
+  UniqueFd read_end;
+  UniqueFd write_end;
+};
+Pipe make_pipe();
+
 }  // namespace capsa
