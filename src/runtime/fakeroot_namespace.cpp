@@ -5,8 +5,6 @@
 #include <pwd.h>
 #include <sched.h>
 #include <signal.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -19,6 +17,8 @@
 #include "util/error.hpp"
 #include "util/fd.hpp"
 #include "util/interrupt.hpp"
+#include "util/process.hpp"
+#include "util/run_program.hpp"
 
 namespace capsa::runtime {
 namespace {
@@ -56,50 +56,11 @@ bool read_byte(int fd) {
   }
 }
 
-std::string read_all(int fd) {
-  std::string out;
-  char buf[4096];
-  for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return out;
-    out.append(buf, static_cast<std::size_t>(n));
-  }
-}
-
-struct Pipe {
-  UniqueFd read, write;
-  Pipe() {
-    int fds[2];
-    if (::pipe2(fds, O_CLOEXEC) != 0) throw_errno("pipe");
-    read.reset(fds[0]);
-    write.reset(fds[1]);
-  }
-};
-
-int exit_status(int status) {
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return 255;
-}
-
-// Runs newuidmap/newgidmap for `pid` and waits; the helper's own message goes to stderr.
-void run_map_helper(const std::string& helper, pid_t pid, const std::vector<std::string>& mapping) {
-  std::vector<std::string> args = {helper, std::to_string(pid)};
+// Runs newuidmap/newgidmap for `child` and waits; the helper's own message goes to stderr.
+void run_map_helper(const std::string& helper, const Process& child, const std::vector<std::string>& mapping) {
+  std::vector<std::string> args = {helper, std::to_string(child.pid())};
   args.insert(args.end(), mapping.begin(), mapping.end());
-  pid_t child = ::fork();
-  if (child < 0) throw_errno("fork");
-  if (child == 0) {
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    ::execv(argv[0], argv.data());
-    ::_exit(127);
-  }
-  int status = 0;
-  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+  if (!run_to_end({.argv = args}).success()) {
     std::string command;
     for (const auto& a : args) command += (command.empty() ? "" : " ") + a;
     throw Error("setting up the fakeroot user namespace: `" + command + "` failed (check " +
@@ -206,65 +167,51 @@ int run_in_user_namespace(RootMode requested, const std::function<int()>& body) 
     newuidmap = find_helper("newuidmap");
     newgidmap = find_helper("newgidmap");
   }
-  Pipe ready, mapped, errors;
+  Pipe ready = make_pipe(), mapped = make_pipe(), errors = make_pipe();
   std::cout.flush();
-  const pid_t parent = ::getpid();
-  pid_t pid = ::fork();
-  if (pid < 0) throw_errno("fork");
-  if (pid == 0) {
-    // The child: its result travels back as an exit status, its failure as a message.
-    ready.read.reset();
-    mapped.write.reset();
-    errors.read.reset();
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) ::_exit(255);
-    // Ctrl-C must end the child's work at once: capsa's own handlers (util/interrupt)
-    // only set a flag that code in the child does not poll.
-    for (int signal_number : {SIGINT, SIGTERM, SIGHUP}) ::signal(signal_number, SIG_DFL);
-    int status = 255;
-    try {
-      enter_user_namespace(mode, uid, gid, ready.write.get(), mapped.read.get());
-      status = body();
-    } catch (const std::exception& e) {
-      std::string message = e.what();
-      write_all(errors.write.get(), {reinterpret_cast<const std::uint8_t*>(message.data()), message.size()});
-    } catch (...) {
-      std::string message = "unknown error in the fakeroot child";
-      write_all(errors.write.get(), {reinterpret_cast<const std::uint8_t*>(message.data()), message.size()});
-    }
-    std::cout.flush();
-    ::_exit(status);
-  }
-  ready.write.reset();
-  mapped.read.reset();
-  errors.write.reset();
-  auto reap = [pid] {
-    int status = 0;
-    while (::waitpid(pid, &status, 0) < 0) {
-      if (errno != EINTR) throw_errno("waiting for the sandbox process");
-    }
-    return status;
-  };
-  if (mode == RootMode::fakeroot_subid && read_byte(ready.read.get())) {
-    try {
-      run_map_helper(newuidmap, pid, {"0", std::to_string(uid), "1", "1", std::to_string(subuid->start),
+  // The child: its result travels back as an exit status, its failure as a message.
+  Process child = Process::start(
+      [&] {
+        ready.read_end.reset();
+        mapped.write_end.reset();
+        errors.read_end.reset();
+        // Ctrl-C must end the child's work at once: capsa's own handlers (util/interrupt)
+        // only set a flag that code in the child does not poll.
+        for (int signal_number : {SIGINT, SIGTERM, SIGHUP}) ::signal(signal_number, SIG_DFL);
+        int status = 255;
+        try {
+          enter_user_namespace(mode, uid, gid, ready.write_end.get(), mapped.read_end.get());
+          status = body();
+        } catch (const std::exception& e) {
+          std::string message = e.what();
+          write_all(errors.write_end.get(), {reinterpret_cast<const std::uint8_t*>(message.data()), message.size()});
+        } catch (...) {
+          std::string message = "unknown error in the fakeroot child";
+          write_all(errors.write_end.get(), {reinterpret_cast<const std::uint8_t*>(message.data()), message.size()});
+        }
+        std::cout.flush();
+        return status;
+      },
+      {.parent_death_signal = SIGKILL, .name = "the sandbox process"});
+  ready.write_end.reset();
+  mapped.read_end.reset();
+  errors.write_end.reset();
+  if (mode == RootMode::fakeroot_subid && read_byte(ready.read_end.get())) {
+    // A helper that fails leaves the child waiting: it is killed and reaped on the way out.
+    run_map_helper(newuidmap, child, {"0", std::to_string(uid), "1", "1", std::to_string(subuid->start),
                                       std::to_string(subuid->count)});
-      run_map_helper(newgidmap, pid, {"0", std::to_string(gid), "1", "1", std::to_string(subgid->start),
+    run_map_helper(newgidmap, child, {"0", std::to_string(gid), "1", "1", std::to_string(subgid->start),
                                       std::to_string(subgid->count)});
-    } catch (...) {
-      ::kill(pid, SIGKILL);
-      reap();
-      throw;
-    }
-    write_byte(mapped.write.get());
+    write_byte(mapped.write_end.get());
   }
-  mapped.write.reset();
-  std::string message = read_all(errors.read.get());  // EOF at exit, or at exec (close-on-exec)
-  int status = reap();
+  mapped.write_end.reset();
+  // EOF at exit, or at exec (close-on-exec)
+  std::string message = read_to_end(errors.read_end.get(), "reading the sandbox process's errors");
+  ExitStatus status = child.wait();
   // The child died of the same Ctrl-C: unwind the caller (temporary sandboxes removed).
   throw_if_interrupted();
   if (!message.empty()) throw Error(message);
-  return exit_status(status);
+  return status.code();
 }
 
 }  // namespace capsa::runtime

@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mount.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -22,6 +21,7 @@
 #include "util/fd.hpp"
 #include "util/find_executable.hpp"
 #include "util/log.hpp"
+#include "util/process.hpp"
 
 namespace capsa::runtime {
 namespace {
@@ -66,37 +66,32 @@ void await_server(const SquashfsLocation& image, const std::string& target, cons
 // Forks the process that serves `fuse`; `serve` runs in the child and returns its exit
 // status. The parent closes its copy of the connection, so that only the server holds
 // it: if the server dies, the kernel aborts the mount and accesses fail with ENOTCONN
-// instead of waiting forever.
+// instead of waiting forever. Once started, the server is given up: it must live as long
+// as the container (whose process inherits it as a child when capsa executes the
+// command), and its parent-death signal ends it with the container. One that never
+// answers is killed and reaped here.
 template <typename Serve>
 void start_server(UniqueFd fuse, const SquashfsLocation& image, const std::string& target, const char* name,
                   bool wait, Serve&& serve) {
-  pid_t parent = ::getpid();
-  pid_t pid = ::fork();
-  if (pid < 0) throw_errno(std::string("starting the FUSE server (") + name + ")");
-  if (pid == 0) {
-    // The server must not outlive the container it serves.
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) ::_exit(1);
-    int null_fd = ::open("/dev/null", O_RDWR);
-    if (null_fd >= 0) {
-      ::dup2(null_fd, STDIN_FILENO);
-      ::dup2(null_fd, STDOUT_FILENO);
-    }
-    // Not exec'd: /proc/PID/environ would show capsa's inherited environment for as long
-    // as the container runs.
-    wipe_inherited_environment();
-    // Nothing may unwind into the caller's code: this child must never become a container.
-    int status = 1;
-    try {
-      status = serve(fuse.get());
-    } catch (const std::exception& e) {
-      log::error({"FUSE server (", name, ") failed: ", e.what()});
-    } catch (...) {
-    }
-    ::_exit(status);
-  }
+  Process server = Process::start(
+      [&] {
+        int null_fd = ::open("/dev/null", O_RDWR);
+        if (null_fd >= 0) {
+          ::dup2(null_fd, STDIN_FILENO);
+          ::dup2(null_fd, STDOUT_FILENO);
+        }
+        wipe_inherited_environment();
+        try {
+          return serve(fuse.get());
+        } catch (const std::exception& e) {
+          log::error({"FUSE server (", name, ") failed: ", e.what()});
+        }
+        return 1;
+      },
+      {.parent_death_signal = SIGKILL, .name = "the FUSE server"});
   fuse.reset();
   if (wait) await_server(image, target, name);
+  server.release();
 }
 
 void mount_with_squashfuse(const SquashfsLocation& image, const std::string& target, bool wait) {

@@ -40,6 +40,7 @@
 #include "util/error.hpp"
 #include "util/fd.hpp"
 #include "util/log.hpp"
+#include "util/run_program.hpp"
 
 namespace capsa::runtime {
 namespace {
@@ -141,13 +142,9 @@ void pass_gpu_selection(const EnvMap& host, ComposedEnvironment& env) {
 
 // execve with the container's rules; returns (errno set) only when it failed. Nothing the
 // container runs may gain privileges (setuid binaries in the image included).
-void execute(const std::string& program, std::vector<std::string> argv_strings, const EnvMap& env) {
-  std::vector<std::string> envp_strings = to_envp(env);
-  std::vector<char*> argv, envp;
-  for (auto& s : argv_strings) argv.push_back(s.data());
-  argv.push_back(nullptr);
-  for (auto& s : envp_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
+void execute(const std::string& program, const std::vector<std::string>& argv_strings, const EnvMap& env) {
+  const std::vector<std::string> envp_strings = to_envp(env);
+  const std::vector<char*> argv = exec_array(argv_strings), envp = exec_array(envp_strings);
   ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
   ::execve(program.c_str(), argv.data(), envp.data());
 }

@@ -1,11 +1,9 @@
 #include "runtime/pid_namespace.hpp"
 
-#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -14,6 +12,7 @@
 #include "util/error.hpp"
 #include "util/fd.hpp"
 #include "util/log.hpp"
+#include "util/process.hpp"
 
 namespace capsa::runtime {
 namespace {
@@ -44,84 +43,49 @@ void install_supervision() {
   ::sigprocmask(SIG_BLOCK, &set, &saved_mask);
 }
 
-// Waits for `child`, forwarding signals to it and reaping any other child; returns its
-// wait status.
-int supervise(pid_t child) {
-  sigset_t set = supervised_signals();
-  for (;;) {
-    int status = 0;
-    pid_t done;
-    while ((done = ::waitpid(-1, &status, WNOHANG)) > 0)
-      if (done == child) return status;
-    if (done < 0 && errno == ECHILD) return 0;
-    siginfo_t info{};
-    int sig = ::sigwaitinfo(&set, &info);
-    if (sig < 0 || sig == SIGCHLD) continue;
-    if (info.si_code <= 0) ::kill(child, sig);  // sent by a process (SI_USER, SI_QUEUE, SI_TKILL)
-  }
-}
-
 void restore_signals() {
   for (std::size_t i = 0; i < kForwardedCount; ++i) ::sigaction(kForwarded[i], &saved_actions[i], nullptr);
   ::sigprocmask(SIG_SETMASK, &saved_mask, nullptr);
-}
-
-// Ends this process the way `status` says the command ended.
-[[noreturn]] void end_like(int status) {
-  if (WIFSIGNALED(status)) {
-    int sig = WTERMSIG(status);
-    struct sigaction action {};
-    action.sa_handler = SIG_DFL;
-    ::sigaction(sig, &action, nullptr);
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, sig);
-    ::sigprocmask(SIG_UNBLOCK, &set, nullptr);
-    ::prctl(PR_SET_DUMPABLE, 0);  // the command dumped its core already, if it did
-    ::kill(::getpid(), sig);
-    ::_exit(128 + sig);
-  }
-  ::_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 1);
 }
 
 }  // namespace
 
 void enter_private_pid_and_ipc_namespaces() {
   if (::unshare(CLONE_NEWPID | CLONE_NEWIPC) != 0) throw_errno("creating PID and IPC namespaces (--containall)");
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) throw_errno("pipe");
-  UniqueFd read_end(fds[0]), write_end(fds[1]);
+  Pipe report = make_pipe();
   install_supervision();
-  pid_t init = ::fork();
-  if (init < 0) throw_errno("starting the PID namespace's init");
-  if (init == 0) {
-    read_end.reset();
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // (getppid() is 0 here: the parent is outside the namespace)
+  // getppid() is 0 in init: its parent is outside the namespace, nothing to check.
+  Process init = Process::fork({.parent_death_signal = SIGKILL, .check_parent_alive = false,
+                                .name = "the PID namespace's init"});
+  if (init.in_child()) {
+    report.read_end.reset();
     // The mount of /proc and the fork happen here; the command's process returns.
     if (::mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) {
       log::error({"mounting /proc for the PID namespace: ", std::strerror(errno)});
       ::_exit(1);
     }
-    pid_t command = ::fork();
-    if (command < 0) {
-      log::error({"starting the command in the PID namespace: ", std::strerror(errno)});
+    Process command;
+    try {
+      command = Process::fork({.name = "the command in the PID namespace"});
+    } catch (const std::exception& e) {
+      log::error(e.what());
       ::_exit(1);
     }
-    if (command == 0) {
-      write_end.reset();
+    if (command.in_child()) {
+      report.write_end.reset();
       ::prctl(PR_SET_PDEATHSIG, 0);
       restore_signals();
       return;
     }
-    int status = supervise(command);
-    if (::write(write_end.get(), &status, sizeof status) != sizeof status) ::_exit(1);
+    int status = command.supervise(supervised_signals()).wait_status();
+    if (::write(report.write_end.get(), &status, sizeof status) != sizeof status) ::_exit(1);
     ::_exit(0);
   }
-  write_end.reset();
-  int init_status = supervise(init);
+  report.write_end.reset();
+  int init_status = init.supervise(supervised_signals()).wait_status();
   int status = 0;
-  if (::read(read_end.get(), &status, sizeof status) != sizeof status) status = init_status;
-  end_like(status);
+  if (::read(report.read_end.get(), &status, sizeof status) != sizeof status) status = init_status;
+  exit_like(ExitStatus(status));
 }
 
 }  // namespace capsa::runtime

@@ -22,6 +22,7 @@
 #include "util/find_executable.hpp"
 #include "util/fd.hpp"
 #include "util/log.hpp"
+#include "util/run_program.hpp"
 
 namespace capsa::runtime {
 namespace {
@@ -195,15 +196,10 @@ std::string find_program(const std::string& name, const std::vector<std::string>
   if (::chdir(command.cwd.c_str()) != 0) throw_errno("working directory " + command.cwd + " in the sandbox");
   if (mode == RootMode::fakeroot_emulated) install_fakeroot_seccomp_filter();
 
-  std::vector<std::string> argv_strings = command.argv;
-  std::string program = find_program(argv_strings[0], env);
-  std::vector<char*> argv, envp;
-  for (auto& s : argv_strings) argv.push_back(s.data());
-  argv.push_back(nullptr);
-  for (auto& s : env) envp.push_back(s.data());
-  envp.push_back(nullptr);
+  std::string program = find_program(command.argv[0], env);
+  std::vector<char*> argv = exec_array(command.argv), envp = exec_array(env);
   ::execve(program.c_str(), argv.data(), envp.data());
-  throw_errno("running " + argv_strings[0] + " in the sandbox");
+  throw_errno("running " + command.argv[0] + " in the sandbox");
 }
 
 }  // namespace

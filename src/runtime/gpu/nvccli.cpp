@@ -1,17 +1,13 @@
 #include "runtime/gpu/nvccli.hpp"
 
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstdlib>
-#include <cstring>
 #include <sstream>
 
 #include "runtime/gpu/nvidia.hpp"
 #include "util/error.hpp"
 #include "util/find_executable.hpp"
 #include "util/log.hpp"
+#include "util/run_program.hpp"
 
 namespace capsa::runtime::gpu {
 namespace {
@@ -62,22 +58,9 @@ std::vector<std::string> nvccli_argv(const NvccliRequest& r, const std::string& 
 }
 
 void configure_root_with_nvccli(const NvccliRequest& request, const std::string& rootfs) {
-  std::vector<std::string> args = nvccli_argv(request, rootfs);
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t pid = ::fork();
-  if (pid < 0) throw_errno("starting nvidia-container-cli");
-  if (pid == 0) {
-    ::execv(argv[0], argv.data());
-    log::error({"cannot run ", argv[0], ": ", std::strerror(errno)});
-    ::_exit(127);
-  }
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR) throw_errno("waiting for nvidia-container-cli");
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    throw Error("nvidia-container-cli configure failed (status " + std::to_string(status) +
+  ExitStatus status = run_to_end({.argv = nvccli_argv(request, rootfs)});
+  if (!status.success())
+    throw Error("nvidia-container-cli configure failed (exit status " + std::to_string(status.code()) +
                 "); see its message above");
 }
 
