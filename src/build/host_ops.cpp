@@ -2,54 +2,24 @@
 
 #include <fcntl.h>
 #include <limits.h>
-#include <signal.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
-#include <cstring>
 
 #include "util/error.hpp"
 #include "util/log.hpp"
 #include "util/path.hpp"
-
-extern char** environ;
+#include "util/run_program.hpp"
 
 namespace capsa::build {
-namespace {
-
-std::vector<char*> c_strings(const std::vector<std::string>& strings) {
-  std::vector<char*> out;
-  for (const std::string& s : strings) out.push_back(const_cast<char*>(s.c_str()));
-  out.push_back(nullptr);
-  return out;
-}
-
-}  // namespace
 
 int run_program(const std::vector<std::string>& argv, const std::vector<std::string>& env) {
-  std::vector<char*> args = c_strings(argv);
-  std::vector<char*> envp = c_strings(env);
-  pid_t pid = ::fork();
-  if (pid < 0) throw_errno("fork for " + argv.at(0));
-  if (pid == 0) {
-    // The interrupt handlers set a flag only: the program gets default signal actions back.
-    ::signal(SIGINT, SIG_DFL);
-    ::signal(SIGTERM, SIG_DFL);
-    ::signal(SIGHUP, SIG_DFL);
-    if (env.empty()) ::execvp(args[0], args.data());
-    else ::execvpe(args[0], args.data(), envp.data());
-    log::error({"cannot run ", argv[0], ": ", std::strerror(errno)});
-    ::_exit(127);
-  }
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) throw_errno("waitpid for " + argv.at(0));
-  }
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return WEXITSTATUS(status);
+  // exec gives the program default actions for the signals capsa's interrupt handlers catch.
+  Command command{.argv = argv};
+  if (!env.empty()) command.env = env;
+  return run_to_end(command).code();
 }
 
 void as_build_root(runtime::RootMode mode, const std::string& what, const std::function<void()>& body) {

@@ -2,9 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -30,6 +28,7 @@
 #include "util/fd.hpp"
 #include "util/interrupt.hpp"
 #include "util/log.hpp"
+#include "util/process.hpp"
 
 namespace capsa::pull {
 namespace {
@@ -323,44 +322,31 @@ namespace {
 // Errors are printed by the child; this throws a short Error naming the image.
 std::string in_subprocess(const PullOptions& options, Progress::Mode progress_mode,
                           const std::function<std::string(Progress&)>& work) {
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) throw_errno("pipe");
-  UniqueFd read_end(fds[0]), write_end(fds[1]);
-  std::fflush(nullptr);
-  const pid_t parent = ::getpid();
-  pid_t pid = ::fork();
-  if (pid < 0) throw_errno("fork");
-  if (pid == 0) {
-    read_end.reset();
-    int status = 0;
-    install_interrupt_handlers();  // the child cleans up its temporaries; the parent just waits
-    // A signal sent to the parent alone (kill PID) ends it; the pull must not carry on
-    // orphaned, so it is told with SIGTERM and unwinds like after Ctrl-C.
-    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-    if (::getppid() != parent) ::_exit(128 + SIGTERM);  // the parent died before prctl
-    try {
-      Progress progress(progress_mode);
-      std::string path = work(progress);
-      write_all(write_end.get(), std::span(reinterpret_cast<const std::uint8_t*>(path.data()), path.size()));
-    } catch (const std::exception& e) {
-      log::error(e.what());
-      status = interrupt_signal() != 0 ? 128 + interrupt_signal() : 1;
-    }
-    std::fflush(nullptr);
-    ::_exit(status);
-  }
-  write_end.reset();
-  std::string path;
-  char buf[4096];
-  for (ssize_t n; (n = ::read(read_end.get(), buf, sizeof buf)) != 0;) {
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw_errno("reading the pulled image's path");
-    path.append(buf, static_cast<std::size_t>(n));
-  }
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || path.empty())
+  Pipe result = make_pipe();
+  // A signal sent to the parent alone (kill PID) ends it; the pull must not carry on
+  // orphaned, so it is told with SIGTERM and unwinds like after Ctrl-C. A parent that
+  // leaves early stops it the same way, with time to remove its temporaries.
+  Process child = Process::start(
+      [&] {
+        result.read_end.reset();
+        install_interrupt_handlers();  // the child cleans up its temporaries; the parent just waits
+        try {
+          Progress progress(progress_mode);
+          std::string path = work(progress);
+          write_all(result.write_end.get(), std::span(reinterpret_cast<const std::uint8_t*>(path.data()), path.size()));
+        } catch (const std::exception& e) {
+          log::error(e.what());
+          return interrupt_signal() != 0 ? 128 + interrupt_signal() : 1;
+        }
+        return 0;
+      },
+      {.parent_death_signal = SIGTERM,
+       .stop_signal = SIGTERM,
+       .stop_grace = std::chrono::seconds(10),
+       .name = "the pull"});
+  result.write_end.reset();
+  const std::string path = read_to_end(result.read_end.get(), "reading the pulled image's path");
+  if (!child.wait().success() || path.empty())
     throw Error("could not get " + options.reference + " (see the message above)");
   return path;
 }
