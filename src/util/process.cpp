@@ -13,6 +13,7 @@
 
 #include "util/error.hpp"
 #include "util/fd.hpp"
+#include "util/log.hpp"
 
 namespace capsa {
 
@@ -159,7 +160,7 @@ void Process::exit_child(int status) {
   ::_exit(status);
 }
 
-void Process::report_child_failure(const char* what) { std::fprintf(stderr, "capsa: error: %s\n", what); }
+void Process::report_child_failure(const char* what) { log::error(what); }
 
 void exit_like(const ExitStatus& status) {
   if (status.signaled()) {

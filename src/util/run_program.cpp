@@ -14,6 +14,7 @@
 
 #include "util/error.hpp"
 #include "util/fd.hpp"
+#include "util/log.hpp"
 
 namespace capsa {
 
@@ -41,7 +42,7 @@ Process spawn(const Command& command, const ChildOptions& options) {
       ::execvpe(argv[0], argv.data(), envp.data());
     else
       ::execvp(argv[0], argv.data());
-    std::fprintf(stderr, "capsa: error: cannot run %s: %s\n", argv[0], std::strerror(errno));
+    log::error({"cannot run ", argv[0], ": ", std::strerror(errno)});
     ::_exit(127);
   }
   return child;
