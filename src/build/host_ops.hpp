@@ -28,7 +28,7 @@ int run_program_as_build_root(runtime::RootMode mode, const std::vector<std::str
 // container would resolve it: absolute symlinks restart at rootfs and ".." stops there, so
 // the host path returned never leads out of rootfs. Missing trailing components are kept
 // as written (a %files destination may not exist yet), which is why this is not
-// runtime::open_in_root, whose descriptor walk needs every component to exist.
+// open_in_root, whose descriptor walk needs every component to exist.
 std::string resolve_in_root(const std::string& rootfs, const std::string& path);
 
 // rm -rf as the build's root (files of a subuid build belong to ids the caller is not).

@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 
-#include "runtime/container_root.hpp"
+#include "util/open_in_root.hpp"
 #include "util/error.hpp"
 
 namespace capsa::image {
@@ -30,7 +30,7 @@ DirectoryFiles::DirectoryFiles(const std::string& root)
 std::optional<std::string> DirectoryFiles::read_file(const std::string& path, std::uint64_t max_bytes) const {
   // One open, then fstat: O_NONBLOCK so that a FIFO planted in the tree cannot block
   // it (it is no regular file and is refused below), O_NOCTTY for a terminal.
-  UniqueFd fd(runtime::open_in_root(root_.get(), path, O_RDONLY | O_NONBLOCK | O_NOCTTY));
+  UniqueFd fd(open_in_root(root_.get(), path, O_RDONLY | O_NONBLOCK | O_NOCTTY));
   if (!fd) {
     throw_unless_absent(root_path_, path, errno);
     return std::nullopt;
@@ -64,7 +64,7 @@ std::optional<std::string> DirectoryFiles::read_file(const std::string& path, st
 }
 
 std::optional<std::vector<std::string>> DirectoryFiles::list_directory(const std::string& path) const {
-  int fd = runtime::open_in_root(root_.get(), path, O_RDONLY | O_DIRECTORY);
+  int fd = open_in_root(root_.get(), path, O_RDONLY | O_DIRECTORY);
   if (fd < 0) {
     throw_unless_absent(root_path_, path, errno);
     return std::nullopt;

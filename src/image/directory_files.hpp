@@ -1,6 +1,6 @@
 #pragma once
 // ImageFiles over a directory tree (a sandbox image, or "/" of a running container).
-// Every path is opened with runtime::open_in_root (openat2 RESOLVE_IN_ROOT), so a
+// Every path is opened with open_in_root (openat2 RESOLVE_IN_ROOT), so a
 // symbolic link in the tree can never lead a read out of it.
 #include "image/image_files.hpp"
 #include "util/fd.hpp"

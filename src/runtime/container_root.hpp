@@ -34,15 +34,8 @@ void build_root_and_enter(const RootLayout& layout, const std::vector<MountStep>
                           const std::function<void(const std::string& root)>& before_enter = {});
 
 // The pieces build_root_and_enter is made of, for roots assembled differently (a build's
-// writable sandbox, runtime/sandbox_run.cpp):
-// Opens `path` (absolute, inside the container) relative to `root_fd`, following symlinks
-// as the container would: an absolute link restarts at root_fd, ".." stops at it. -1 with
-// errno when a component is missing. `final_flags` O_PATH returns an O_PATH fd.
-int open_in_root(int root_fd, const std::string& path, int final_flags);
-
-// The same walk done component by component in user space: what open_in_root falls back
-// to on kernels without openat2 (before 5.6). Exposed so that tests compare the two.
-int open_in_root_walk(int root_fd, const std::string& path, int final_flags);
+// writable sandbox, runtime/sandbox_run.cpp); paths in the root are opened with
+// util/open_in_root.
 // Mounts one step on the tree at root_fd (`session` holds SessionFile sources); the target
 // must exist unless its parent lies on an earlier mount. A bind is made from `source`, the
 // step's source as examined (runtime/host_source.hpp): an absent one is skipped, the path

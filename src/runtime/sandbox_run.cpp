@@ -21,6 +21,7 @@
 #include "util/error.hpp"
 #include "util/find_executable.hpp"
 #include "util/fd.hpp"
+#include "util/open_in_root.hpp"
 #include "util/log.hpp"
 #include "util/run_program.hpp"
 

@@ -12,11 +12,11 @@
 #include <cstring>
 #include <filesystem>
 
-#include "runtime/container_root.hpp"
+#include "util/open_in_root.hpp"
 #include "support/temp_dir.hpp"
 #include "util/fd.hpp"
 
-namespace capsa::runtime {
+namespace capsa {
 namespace {
 
 struct Outcome {
@@ -86,4 +86,4 @@ TEST(OpenInRoot, TheKernelAndTheWalkAgreeAndNeverLeaveTheRoot) {
 }
 
 }  // namespace
-}  // namespace capsa::runtime
+}  // namespace capsa
