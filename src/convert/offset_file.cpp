@@ -13,8 +13,8 @@
 namespace capsa::convert {
 namespace {
 
-using squashfs::WindowFile;
 using squashfs::window_of;
+using squashfs::WindowFile;
 
 // Reads go through the window's own hook (squashfs/window_file), confined to what has
 // been written so far; these add writing, which grows the window.

@@ -8,8 +8,8 @@
 #include <algorithm>
 #include <cerrno>
 
-#include "util/open_in_root.hpp"
 #include "util/error.hpp"
+#include "util/open_in_root.hpp"
 
 namespace capsa::image {
 namespace {

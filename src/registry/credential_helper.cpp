@@ -34,8 +34,8 @@ std::string first_line(const std::string& text) {
 std::optional<Credentials> run_credential_helper(const std::string& helper, const std::string& server_url) {
   if (!valid_helper_name(helper)) throw FormatError("invalid credential helper name '" + helper + "' in the docker config");
   const std::string program = "docker-credential-" + helper;
-  const Captured output = run_captured({.argv = {program, "get"}}, server_url,
-                                       {.timeout = std::chrono::seconds(kHelperTimeoutSeconds)});
+  const Captured output =
+      run_captured({.argv = {program, "get"}}, server_url, {.timeout = std::chrono::seconds(kHelperTimeoutSeconds)});
   if (!output.status.success()) {
     if (output.status.exited() && output.status.exit_code() == 127)
       throw Error("credential helper " + program + " (named in the docker config) is not on PATH");

@@ -11,10 +11,10 @@
 #include <fstream>
 
 #include "util/error.hpp"
-#include "util/log.hpp"
-#include "util/path.hpp"
 #include "util/fd.hpp"
+#include "util/log.hpp"
 #include "util/open_in_root.hpp"
+#include "util/path.hpp"
 
 namespace capsa::runtime {
 

@@ -198,10 +198,10 @@ int run_in_user_namespace(RootMode requested, const std::function<int()>& body) 
   errors.write_end.reset();
   if (mode == RootMode::fakeroot_subid && read_byte(ready.read_end.get())) {
     // A helper that fails leaves the child waiting: it is killed and reaped on the way out.
-    run_map_helper(newuidmap, child, {"0", std::to_string(uid), "1", "1", std::to_string(subuid->start),
-                                      std::to_string(subuid->count)});
-    run_map_helper(newgidmap, child, {"0", std::to_string(gid), "1", "1", std::to_string(subgid->start),
-                                      std::to_string(subgid->count)});
+    run_map_helper(newuidmap, child,
+                   {"0", std::to_string(uid), "1", "1", std::to_string(subuid->start), std::to_string(subuid->count)});
+    run_map_helper(newgidmap, child,
+                   {"0", std::to_string(gid), "1", "1", std::to_string(subgid->start), std::to_string(subgid->count)});
     write_byte(mapped.write_end.get());
   }
   mapped.write_end.reset();

@@ -55,8 +55,8 @@ void enter_private_pid_and_ipc_namespaces() {
   Pipe report = make_pipe();
   install_supervision();
   // getppid() is 0 in init: its parent is outside the namespace, nothing to check.
-  Process init = Process::fork({.parent_death_signal = SIGKILL, .check_parent_alive = false,
-                                .name = "the PID namespace's init"});
+  Process init =
+      Process::fork({.parent_death_signal = SIGKILL, .check_parent_alive = false, .name = "the PID namespace's init"});
   if (init.in_child()) {
     report.read_end.reset();
     // The mount of /proc and the fork happen here; the command's process returns.

@@ -19,10 +19,10 @@
 #include "runtime/namespaces.hpp"
 #include "runtime/seccomp_fakeroot.hpp"
 #include "util/error.hpp"
-#include "util/find_executable.hpp"
 #include "util/fd.hpp"
-#include "util/open_in_root.hpp"
+#include "util/find_executable.hpp"
 #include "util/log.hpp"
+#include "util/open_in_root.hpp"
 #include "util/run_program.hpp"
 
 namespace capsa::runtime {

@@ -13,8 +13,8 @@ bool is_entry_name(std::string_view name) {
   return !name.empty() && name != "." && name != ".." && name.find_first_of(std::string_view("/\0", 2)) == name.npos;
 }
 
-DirectoryEntries::DirectoryEntries(const Image& image, sqfs_meta_reader_t* directories,
-                                   const sqfs_inode_generic_t& dir, const std::string& path)
+DirectoryEntries::DirectoryEntries(const Image& image, sqfs_meta_reader_t* directories, const sqfs_inode_generic_t& dir,
+                                   const std::string& path)
     : image_(image), directories_(directories), path_(path) {
   int ret = sqfs_readdir_state_init(&state_, &image.super(), &dir);
   if (ret < 0) image.fail(path + ": reading directory", ret);
@@ -29,8 +29,7 @@ bool DirectoryEntries::next(DirectoryEntry& entry) {
   if (ret > 0) return false;
   if (ret < 0) image_.fail(path_ + ": reading directory", ret);
   entry.name.assign(reinterpret_cast<const char*>(stored->name), std::size_t{stored->size} + 1);
-  if (!is_entry_name(entry.name))
-    throw FormatError(image_.label() + ": " + path_ + ": hostile directory entry name");
+  if (!is_entry_name(entry.name)) throw FormatError(image_.label() + ": " + path_ + ": hostile directory entry name");
   if (++count_ > kMaxEntries)
     throw FormatError(image_.label() + ": " + path_ + ": more than " + std::to_string(kMaxEntries) +
                       " directory entries");

@@ -23,9 +23,9 @@ bool is_entry_name(std::string_view name);
 
 struct DirectoryEntry {
   std::string name;
-  std::uint64_t ref = 0;           // of its inode: block << 16 | offset in the inode table
+  std::uint64_t ref = 0;  // of its inode: block << 16 | offset in the inode table
   std::uint32_t inode_number = 0;
-  std::uint16_t type = 0;          // SQFS_INODE_* (listings store the basic types)
+  std::uint16_t type = 0;  // SQFS_INODE_* (listings store the basic types)
 };
 
 class DirectoryEntries {

@@ -48,7 +48,7 @@ class FuseImage {
   // the request handlers. Released with fuse_session_destroy; nullptr if libfuse fails.
   fuse_session* new_session();
 
- // Public only so that the request handlers (free functions libfuse calls) can name it.
+  // Public only so that the request handlers (free functions libfuse calls) can name it.
   struct Impl;
 
  private:

@@ -16,22 +16,38 @@ namespace {
 
 const char* describe(int code) {
   switch (code) {
-    case SQFS_ERROR_ALLOC: return "out of memory (corrupt size field?)";
-    case SQFS_ERROR_IO: return "read error";
-    case SQFS_ERROR_COMPRESSOR: return "cannot decompress (corrupt data)";
-    case SQFS_ERROR_CORRUPTED: return "corrupt data";
-    case SQFS_ERROR_UNSUPPORTED: return "unsupported feature";
-    case SQFS_ERROR_OVERFLOW: return "size overflow (corrupt data)";
-    case SQFS_ERROR_OUT_OF_BOUNDS: return "reference past the end of the image (truncated or corrupt)";
-    case SFQS_ERROR_SUPER_MAGIC: return "bad magic, not a squashfs image";
-    case SFQS_ERROR_SUPER_VERSION: return "unsupported squashfs version (only 4.0 is supported)";
-    case SQFS_ERROR_SUPER_BLOCK_SIZE: return "invalid block size";
-    case SQFS_ERROR_NOT_DIR: return "not a directory";
-    case SQFS_ERROR_NO_ENTRY: return "no such entry";
-    case SQFS_ERROR_LINK_LOOP: return "link loop";
-    case SQFS_ERROR_NOT_FILE: return "not a regular file";
-    case SQFS_ERROR_SEQUENCE: return "internal sequence error";
-    default: return "libsquashfs error";
+    case SQFS_ERROR_ALLOC:
+      return "out of memory (corrupt size field?)";
+    case SQFS_ERROR_IO:
+      return "read error";
+    case SQFS_ERROR_COMPRESSOR:
+      return "cannot decompress (corrupt data)";
+    case SQFS_ERROR_CORRUPTED:
+      return "corrupt data";
+    case SQFS_ERROR_UNSUPPORTED:
+      return "unsupported feature";
+    case SQFS_ERROR_OVERFLOW:
+      return "size overflow (corrupt data)";
+    case SQFS_ERROR_OUT_OF_BOUNDS:
+      return "reference past the end of the image (truncated or corrupt)";
+    case SFQS_ERROR_SUPER_MAGIC:
+      return "bad magic, not a squashfs image";
+    case SFQS_ERROR_SUPER_VERSION:
+      return "unsupported squashfs version (only 4.0 is supported)";
+    case SQFS_ERROR_SUPER_BLOCK_SIZE:
+      return "invalid block size";
+    case SQFS_ERROR_NOT_DIR:
+      return "not a directory";
+    case SQFS_ERROR_NO_ENTRY:
+      return "no such entry";
+    case SQFS_ERROR_LINK_LOOP:
+      return "link loop";
+    case SQFS_ERROR_NOT_FILE:
+      return "not a regular file";
+    case SQFS_ERROR_SEQUENCE:
+      return "internal sequence error";
+    default:
+      return "libsquashfs error";
   }
 }
 
@@ -61,8 +77,7 @@ void Image::open() {
   // libsquashfs sizes the fragment table from this count before reading it; the
   // table's index must fit in the image, which bounds that allocation.
   std::uint64_t index_bytes = (std::uint64_t{super_.fragment_entry_count} + 511) / 512 * 8;
-  if (!(super_.flags & SQFS_FLAG_NO_FRAGMENTS) && super_.fragment_entry_count != 0 &&
-      index_bytes > super_.bytes_used)
+  if (!(super_.flags & SQFS_FLAG_NO_FRAGMENTS) && super_.fragment_entry_count != 0 && index_bytes > super_.bytes_used)
     throw FormatError(label_ + ": squashfs fragment count " + std::to_string(super_.fragment_entry_count) +
                       " does not fit in the image");
   check(sqfs_compressor_config_init(&decompressor_config_, static_cast<SQFS_COMPRESSOR>(super_.compression_id),

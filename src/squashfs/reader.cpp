@@ -142,9 +142,7 @@ InodePtr Reader::Impl::resolve(const std::string& path) const {
 Reader::Reader(int fd, std::uint64_t offset, std::uint64_t size, std::string label)
     : Reader(std::make_shared<const Image>(fd, offset, size, std::move(label))) {}
 
-Reader::Reader(std::shared_ptr<const Image> image) : impl_(std::make_unique<Impl>(std::move(image))) {
-  impl_->open();
-}
+Reader::Reader(std::shared_ptr<const Image> image) : impl_(std::make_unique<Impl>(std::move(image))) { impl_->open(); }
 
 Reader::~Reader() = default;
 Reader::Reader(Reader&&) noexcept = default;

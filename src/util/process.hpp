@@ -25,7 +25,7 @@ class ExitStatus {
   bool exited() const;
   int exit_code() const;  // exited() only
   bool signaled() const;
-  int signal() const;     // signaled() only
+  int signal() const;  // signaled() only
   bool success() const { return exited() && exit_code() == 0; }
   // As a shell (and Apptainer) reports it: the exit code, or 128 + the signal.
   int code() const;

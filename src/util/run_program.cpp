@@ -142,8 +142,8 @@ Captured run_captured(const Command& command, const std::string& input, const Ca
   out.write_end.reset();
   err.write_end.reset();
   Captured result;
-  exchange(std::move(in.write_end), std::move(out.read_end), std::move(err.read_end), input, limits,
-           command.argv[0], result);
+  exchange(std::move(in.write_end), std::move(out.read_end), std::move(err.read_end), input, limits, command.argv[0],
+           result);
   result.status = child.wait();
   return result;
 }

@@ -17,7 +17,7 @@ namespace capsa {
 std::vector<char*> exec_array(const std::vector<std::string>& strings);
 
 struct Command {
-  std::vector<std::string> argv{};  // argv[0] is looked up in PATH unless it holds a '/'
+  std::vector<std::string> argv{};                // argv[0] is looked up in PATH unless it holds a '/'
   std::optional<std::vector<std::string>> env{};  // the whole environment (K=V); none: the caller's
   // Made the child's standard input, output and error; -1: inherited.
   int stdin_fd = -1;

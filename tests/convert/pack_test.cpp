@@ -5,8 +5,8 @@
 // (squashfs-tools-ng), which reads them independently of capsa.
 #include "convert/pack.hpp"
 
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 

@@ -55,13 +55,20 @@ std::string sha256_hex(const std::string& data) {
 
 char type_letter(std::uint32_t mode) {
   switch (mode & S_IFMT) {
-    case S_IFDIR: return 'd';
-    case S_IFREG: return 'f';
-    case S_IFLNK: return 'l';
-    case S_IFBLK: return 'b';
-    case S_IFCHR: return 'c';
-    case S_IFIFO: return 'p';
-    default: return 's';
+    case S_IFDIR:
+      return 'd';
+    case S_IFREG:
+      return 'f';
+    case S_IFLNK:
+      return 'l';
+    case S_IFBLK:
+      return 'b';
+    case S_IFCHR:
+      return 'c';
+    case S_IFIFO:
+      return 'p';
+    default:
+      return 's';
   }
 }
 
@@ -70,8 +77,8 @@ char type_letter(std::uint32_t mode) {
 std::string describe(char type, std::uint32_t mode, std::uint32_t uid, std::uint32_t gid, std::uint32_t nlink,
                      std::uint64_t mtime, std::uint64_t size, const std::string& extra) {
   char line[160];
-  std::snprintf(line, sizeof line, "%c %04o %u:%u nlink=%u mtime=%llu size=%llu ", type, mode & 07777u, uid, gid,
-                nlink, static_cast<unsigned long long>(mtime), static_cast<unsigned long long>(type == 'f' ? size : 0));
+  std::snprintf(line, sizeof line, "%c %04o %u:%u nlink=%u mtime=%llu size=%llu ", type, mode & 07777u, uid, gid, nlink,
+                static_cast<unsigned long long>(mtime), static_cast<unsigned long long>(type == 'f' ? size : 0));
   return line + extra;
 }
 
@@ -104,15 +111,23 @@ Tree tree_from_reader(const Reader& reader) {
           extra = known->second;
           break;
         }
-        case Entry::Type::Symlink: type = 'l'; extra = e.target; break;
+        case Entry::Type::Symlink:
+          type = 'l';
+          extra = e.target;
+          break;
         case Entry::Type::BlockDevice:
         case Entry::Type::CharDevice:
           type = e.type == Entry::Type::BlockDevice ? 'b' : 'c';
           extra = std::to_string(e.major) + "," + std::to_string(e.minor);
           break;
-        case Entry::Type::Fifo: type = 'p'; break;
-        case Entry::Type::Socket: type = 's'; break;
-        case Entry::Type::Directory: break;
+        case Entry::Type::Fifo:
+          type = 'p';
+          break;
+        case Entry::Type::Socket:
+          type = 's';
+          break;
+        case Entry::Type::Directory:
+          break;
       }
       tree[path_of(e)] = describe(type, e.mode, e.uid, e.gid, e.nlink, e.mtime, e.size, extra);
     }

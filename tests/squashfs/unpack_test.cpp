@@ -110,9 +110,10 @@ TEST_F(Unpack, SymlinksOfTheImageAreNeverFollowed) {
 
 TEST_F(Unpack, DeviceNodesAreMadeByRootAndSkippedWithAWarningOtherwise) {
   if (!test::have_program("gensquashfs")) GTEST_SKIP() << "gensquashfs (squashfs-tools-ng) missing";
-  std::string description = work.write("desc", "dir /dev 0755 0 0\nnod /dev/null 0666 0 0 c 1 3\n"
-                                               "nod /dev/loop9 0660 0 6 b 7 9\nfile /data 0644 0 0 " +
-                                                   (work / "data") + "\n");
+  std::string description = work.write("desc",
+                                       "dir /dev 0755 0 0\nnod /dev/null 0666 0 0 c 1 3\n"
+                                       "nod /dev/loop9 0660 0 6 b 7 9\nfile /data 0644 0 0 " +
+                                           (work / "data") + "\n");
   work.write("data", "data\n");
   auto made = run_process({"gensquashfs", "-q", "-F", description, "-D", work.path(), work / "dev.squashfs"});
   ASSERT_EQ(made.exit_code, 0) << made.err;

@@ -84,8 +84,8 @@ FuseDriver::FuseDriver(squashfs::FuseImage& server, bool opens_without_asking)
   init.major = FUSE_KERNEL_VERSION;
   init.minor = FUSE_KERNEL_MINOR_VERSION;
   init.max_readahead = 128 << 10;
-  init.flags = FUSE_ASYNC_READ | FUSE_BIG_WRITES | FUSE_DO_READDIRPLUS | FUSE_READDIRPLUS_AUTO |
-               FUSE_CACHE_SYMLINKS | FUSE_MAX_PAGES | FUSE_PARALLEL_DIROPS;
+  init.flags = FUSE_ASYNC_READ | FUSE_BIG_WRITES | FUSE_DO_READDIRPLUS | FUSE_READDIRPLUS_AUTO | FUSE_CACHE_SYMLINKS |
+               FUSE_MAX_PAGES | FUSE_PARALLEL_DIROPS;
   if (opens_without_asking) init.flags |= FUSE_NO_OPEN_SUPPORT | FUSE_NO_OPENDIR_SUPPORT;
   std::string reply;
   int err = call(FUSE_INIT, 0, bytes_of(init), &reply);
@@ -227,8 +227,7 @@ int FuseDriver::open(std::uint64_t ino, std::uint64_t& fh) {
   return 0;
 }
 
-int FuseDriver::read(std::uint64_t ino, std::uint64_t fh, std::uint64_t offset, std::uint32_t size,
-                     std::string& data) {
+int FuseDriver::read(std::uint64_t ino, std::uint64_t fh, std::uint64_t offset, std::uint32_t size, std::string& data) {
   fuse_read_in in{};
   in.fh = fh;
   in.offset = offset;

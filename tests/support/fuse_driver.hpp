@@ -48,8 +48,8 @@ struct FuseEntry {
 struct FuseDirent {
   std::string name;
   std::uint64_t ino = 0;
-  std::uint32_t type = 0;   // DT_* as in readdir(3)
-  std::uint64_t offset = 0; // where the next READDIR continues
+  std::uint32_t type = 0;          // DT_* as in readdir(3)
+  std::uint64_t offset = 0;        // where the next READDIR continues
   std::optional<FuseEntry> entry;  // READDIRPLUS only
 };
 

@@ -12,9 +12,9 @@
 #include <cstring>
 #include <filesystem>
 
-#include "util/open_in_root.hpp"
 #include "support/temp_dir.hpp"
 #include "util/fd.hpp"
+#include "util/open_in_root.hpp"
 
 namespace capsa {
 namespace {

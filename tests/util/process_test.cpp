@@ -133,7 +133,8 @@ volatile sig_atomic_t alarms = 0;
 void count_alarm(int) { alarms = alarms + 1; }
 
 TEST(Process, WaitingGoesOnWhenASignalInterruptsIt) {
-  struct sigaction action {}, saved {};
+  struct sigaction action {
+  }, saved{};
   action.sa_handler = count_alarm;  // no SA_RESTART: waitpid fails with EINTR
   ASSERT_EQ(::sigaction(SIGALRM, &action, &saved), 0);
   alarms = 0;

@@ -81,7 +81,8 @@ TEST(RunProgram, LargeInputAndOutputTogetherDoNotDeadlock) {
 
 TEST(RunProgram, AProgramThatDoesNotReadItsInputIsNoError) {
   // Default SIGPIPE would end this test binary: the guard must not depend on it being set.
-  struct sigaction default_action {}, saved {};
+  struct sigaction default_action {
+  }, saved{};
   default_action.sa_handler = SIG_DFL;
   ASSERT_EQ(::sigaction(SIGPIPE, &default_action, &saved), 0);
   Captured result = run_captured({.argv = {"sh", "-c", "exec 0<&-; sleep 0.5; echo no"}}, std::string(4 << 20, 'x'));
