@@ -314,7 +314,7 @@ TEST(FuseServer, RefusesWhatIsNotASquashfsImage) {
   sif::Image sif = sif::Image::open(test::sif_fixture("images/two-groups.sif"));
   const sif::Descriptor& ext3 = sif.object(3);
   try {
-    FuseImage(sif.path(), static_cast<std::uint64_t>(ext3.offset), static_cast<std::uint64_t>(ext3.size));
+    FuseImage opened(sif.path(), static_cast<std::uint64_t>(ext3.offset), static_cast<std::uint64_t>(ext3.size));
     ADD_FAILURE() << "an ext3 partition was opened";
   } catch (const FormatError& e) {
     EXPECT_NE(std::string(e.what()).find("bad magic"), std::string::npos) << e.what();

@@ -116,7 +116,7 @@ TEST(Process, MovingHandsOverTheOneOwner) {
   Process first = Process::start(wait_forever);
   const pid_t pid = first.pid();
   Process second = std::move(first);
-  EXPECT_FALSE(first);
+  EXPECT_FALSE(first);  // NOLINT(bugprone-use-after-move): the moved-from state is what is checked
   EXPECT_EQ(second.pid(), pid);
   first = Process();  // a moved-from Process signals nothing
   EXPECT_EQ(::kill(pid, 0), 0);
