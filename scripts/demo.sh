@@ -39,8 +39,8 @@ export CAPSA_TEST_REGISTRY_PLAIN_PORT=5110 CAPSA_TEST_REGISTRY_TOKEN_PORT=5111 \
 mkdir -p "$work/fixtures/oci-busybox-demo"
 "$root/tests/fixtures/make-oci-busybox.sh" "$work/fixtures/oci-busybox-demo"
 ln -s oci-busybox-demo "$work/fixtures/oci-busybox"
-"$root/tests/test_registries/start.sh" "$work/registry" "$work/fixtures" >/dev/null
 trap '"$root/tests/test_registries/stop.sh" "$work/registry" >/dev/null 2>&1' EXIT
+"$root/tests/test_registries/start.sh" "$work/registry" "$work/fixtures" >/dev/null
 ref="docker://127.0.0.1:5110/public/busybox:latest"
 export CAPSA_CACHEDIR="$work/cache"
 

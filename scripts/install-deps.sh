@@ -21,11 +21,12 @@ packages="
   libarchive-dev libcurl4-openssl-dev libfuse3-dev libseccomp-dev
 "
 # Running: FUSE for unprivileged containers, newuidmap/newgidmap for --fakeroot with subuid
-# ranges. The demo: gensquashfs, a static busybox, and the local registry it pulls from.
+# ranges. The demo: gensquashfs, a static busybox, and the local registry it pulls from
+# (skopeo pushes the demo image into it).
 packages="$packages
   fuse3 squashfuse uidmap util-linux passwd file
   squashfs-tools-ng busybox-static
-  docker-registry openssl python3 python3-jwt python3-cryptography python3-bcrypt
+  docker-registry skopeo openssl python3 python3-jwt python3-cryptography python3-bcrypt
 "
 if [ "$set_name" = test ]; then
   # The suites, the fuzzers (clang), style checks, and the reference tools tests and
@@ -34,7 +35,7 @@ if [ "$set_name" = test ]; then
     clang libclang-rt-14-dev clang-format clang-tidy ccache
     libgtest-dev libgmock-dev
     squashfs-tools siftool hyperfine strace
-    skopeo umoci debootstrap curl zstd python3-zstandard tar gzip bc time
+    umoci debootstrap curl zstd python3-zstandard tar gzip bc time
     charliecloud-builders charliecloud-runtime crun
   "
   packages="$packages openmpi-bin libopenmpi-dev"          # MPI: host mpirun, mpicc for mpi_app (tests/mpi, bench/mpi.sh)

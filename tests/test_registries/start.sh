@@ -8,5 +8,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 [ $# -ge 1 ] || { echo "usage: start.sh STATE_DIR [FIXTURES_DIR]" >&2; exit 2; }
 /usr/bin/python3 -B "$here/testregistry.py" start "$1"
 if [ $# -ge 2 ]; then
-  /usr/bin/python3 -B "$here/testregistry.py" push "$1" "$2"
+  # A failed push leaves no registry running behind the error.
+  /usr/bin/python3 -B "$here/testregistry.py" push "$1" "$2" || {
+    status=$?
+    /usr/bin/python3 -B "$here/testregistry.py" stop "$1" >/dev/null 2>&1 || true
+    exit "$status"
+  }
 fi
