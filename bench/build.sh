@@ -16,7 +16,7 @@
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 packages=${*:-curl less vim-tiny python3-minimal}
-capsa="$root/build/src/cli/capsa"
+capsa=${CAPSA:-$root/build/src/cli/capsa}  # CAPSA=path: another build, e.g. to compare before and after
 work=$(mktemp -d /var/tmp/capsa-bench-build.XXXXXX)
 chmod 0755 "$work"
 state="$work/registry"

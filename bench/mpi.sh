@@ -20,7 +20,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 runs=${1:-10}
 [ $# -gt 0 ] && shift
 ranks=${*:-2 4 8 16}
-capsa="$root/build/src/cli/capsa"
+capsa=${CAPSA:-$root/build/src/cli/capsa}  # CAPSA=path: another build, e.g. to compare before and after
 fixture=${CAPSA_MPI_FIXTURE:-/var/tmp/capsa-test-fixtures/mpi-image}
 [ -x "$capsa" ] || { echo "bench/mpi.sh: build first (cmake --build build)" >&2; exit 1; }
 [ -f "$fixture/rootfs.squashfs" ] || { echo "bench/mpi.sh: no $fixture: run tests/fixtures/build-all.sh (as root)" >&2; exit 1; }

@@ -12,7 +12,7 @@
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 image=${1:-large}
-capsa="$root/build/src/cli/capsa"
+capsa=${CAPSA:-$root/build/src/cli/capsa}  # CAPSA=path: another build, e.g. to compare before and after
 work=$(mktemp -d /var/tmp/capsa-bench-pull.XXXXXX)
 state="$work/registry"
 . "$root/bench/lib.sh"

@@ -18,7 +18,7 @@
 #   full size:    bench/read.sh 20000 2048 16 5
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
-capsa="$root/build/src/cli/capsa"
+capsa=${CAPSA:-$root/build/src/cli/capsa}  # CAPSA=path: another build, e.g. to compare before and after
 files=${1:-2000}
 large_mb=${2:-64}
 threads=${3:-8}

@@ -4,7 +4,7 @@
 # the ratio. Usage: bench/sif-add.sh [SIZE_MB] (default 2048). Needs hyperfine.
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
-capsa="$root/build/src/cli/capsa"
+capsa=${CAPSA:-$root/build/src/cli/capsa}  # CAPSA=path: another build, e.g. to compare before and after
 size=${1:-2048}
 work=$(mktemp -d "${TMPDIR:-/var/tmp}/capsa-bench-XXXXXX")
 trap 'rm -rf "$work"' EXIT

@@ -21,7 +21,7 @@
 #   full size:     bench/start.sh "" 300 64
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
-capsa="$root/build/src/cli/capsa"
+capsa=${CAPSA:-$root/build/src/cli/capsa}  # CAPSA=path: another build, e.g. to compare before and after
 image=${1:-}
 [ -n "$image" ] || image="$root/tests/fixtures/upstream/sif/real/busybox_amd64.sif"
 runs=${2:-30}
