@@ -8,7 +8,7 @@
 # ratios against capsa. Page cache dropped before each run. Run as root on a quiet machine.
 #
 # Usage: bench/pull.sh [IMAGE]   IMAGE: a test image name (default: large, 1.25 GiB,
-#        51k files, 7 layers; built with CAPSA_LARGE_FIXTURES=1, which this script sets).
+#        51k files, 7 layers; built with CAPSA_LARGE_FIXTURES=1, which this script sets for it).
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 image=${1:-large}
@@ -20,7 +20,7 @@ cleanup() { registry_stop "$state"; rm -rf "$work"; }
 trap cleanup EXIT
 
 [ "$(id -u)" -eq 0 ] || { echo "bench/pull.sh: run as root (umoci unpack and drop_caches need it)" >&2; exit 1; }
-export CAPSA_LARGE_FIXTURES=1
+[ "$image" != large ] || export CAPSA_LARGE_FIXTURES=1  # built only when it is the one measured
 registry_start "$state" 5120
 ref="$plain/public/$image:latest"
 
