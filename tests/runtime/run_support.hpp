@@ -62,7 +62,7 @@ std::vector<std::string> lines_of(const std::string& text);
 // the usual mount points, /etc/passwd and /etc/group, and the caller's $HOME.
 std::string make_busybox_sandbox(const test::TempDir& dir, const std::string& name = "sandbox");
 
-std::string mount_table();  // /proc/self/mountinfo of the calling process
+std::string mount_table();  // /proc/self/mountinfo of the calling process, less the tests' own host mounts
 
 // Loop devices whose backing file is `image` (/sys/block/loop*/loop/backing_file).
 int loop_devices_for(const std::string& image);
