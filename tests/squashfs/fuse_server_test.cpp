@@ -7,7 +7,6 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
-#include <openssl/evp.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
@@ -22,6 +21,7 @@
 #include "convert/convert.hpp"
 #include "convert/merge_tree.hpp"
 #include "convert/squashfs_writer.hpp"
+#include "oci/digest.hpp"
 #include "sif/image.hpp"
 #include "squashfs/image.hpp"
 #include "squashfs/reader.hpp"
@@ -40,18 +40,7 @@ using test::FuseDriver;
 using test::FuseEntry;
 using Tree = std::map<std::string, std::string>;  // path -> one line describing the entry
 
-std::string sha256_hex(const std::string& data) {
-  std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
-  unsigned int length = 0;
-  EVP_Digest(data.data(), data.size(), digest.data(), &length, EVP_sha256(), nullptr);
-  std::string hex;
-  for (unsigned int i = 0; i < length; ++i) {
-    char pair[3];
-    std::snprintf(pair, sizeof pair, "%02x", digest[i]);
-    hex += pair;
-  }
-  return hex;
-}
+std::string sha256_hex(const std::string& data) { return oci::Digest::sha256_of(data).hex(); }
 
 char type_letter(std::uint32_t mode) {
   switch (mode & S_IFMT) {

@@ -4,9 +4,8 @@
 #include "squashfs/reader.hpp"
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <gtest/gtest.h>
-#include <openssl/evp.h>
+#include <sys/mman.h>
 
 #include <array>
 #include <cstdio>
@@ -14,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "oci/digest.hpp"
 #include "sif/image.hpp"
 #include "support/temp_dir.hpp"
 #include "support/test_env.hpp"
@@ -49,18 +49,7 @@ struct SifImage {
 
 std::string built_image() { return test::built_fixtures() + "/inspect-image/rootfs.squashfs"; }
 
-std::string sha256_hex(const std::string& data) {
-  std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
-  unsigned int length = 0;
-  EVP_Digest(data.data(), data.size(), digest.data(), &length, EVP_sha256(), nullptr);
-  std::string hex;
-  for (unsigned int i = 0; i < length; ++i) {
-    char pair[3];
-    std::snprintf(pair, sizeof pair, "%02x", digest[i]);
-    hex += pair;
-  }
-  return hex;
-}
+std::string sha256_hex(const std::string& data) { return oci::Digest::sha256_of(data).hex(); }
 
 // Runs `body`, which must throw FormatError whose message contains `phrase`.
 template <typename Body>
