@@ -7,6 +7,8 @@
 
 #include "cli/commands.hpp"
 #include "cli/env_flags.hpp"
+#include "cli/global_flags.hpp"
+#include "cli/refused_flags.hpp"
 #include "image/metadata.hpp"
 #include "runtime/bind_spec.hpp"
 #include "runtime/launch.hpp"
@@ -38,17 +40,87 @@ struct ActionFlags {
   bool userns = false;
   bool debug = false;
   bool quiet = false;
+  bool pid = false;
+  bool no_pid = false;
+  bool ipc = false;
+  bool uts = false;
+  bool net = false;
+  std::string hostname;
+  std::vector<std::string> networks;
+  std::vector<std::string> dns;
+  bool no_init = false;
+  bool no_umask = false;
+  bool no_eval = false;
+  bool compat = false;
+  bool no_nv = false;
+  bool no_rocm = false;
 };
+
+// Apptainer 1.4's action flags that capsa does not carry out (yet), each with the reason
+// a user reads; cmd/internal/cli/action_flags.go defines them. tests/cli/apptainer-1.4-flags.tsv
+// lists every flag with its status.
+const std::vector<RefusedFlag>& refused_action_flags() {
+  static const std::string later = "not in this version of capsa yet";
+  static const std::vector<RefusedFlag> flags = {
+      {"--app", true, later + "; SCIF apps run with `exec IMAGE /scif/apps/NAME/...`"},
+      {"-o,--overlay", true, later},
+      {"-S,--scratch", true, later + "; use -B with a host directory"},
+      {"-f,--fakeroot", false, later + "; `capsa build --fakeroot` builds as root-in-the-container"},
+      {"--rocm", false, later},
+      {"--fusemount", true, later},
+      {"--containlibs", true, later},
+      {"--tmpdir", true, later},
+      {"--unsquash", false, later},
+      {"--disable-cache", false, later},
+      {"--keep-privs", false, later},
+      {"--no-privs", false, later},
+      {"--add-caps", true, later},
+      {"--drop-caps", true, later},
+      {"--allow-setuid", false, "capsa never runs setuid programs as root; images are mounted nosuid"},
+      {"--security", true, later},
+      {"--apply-cgroups", true, later},
+      {"--blkio-weight", true, later},
+      {"--blkio-weight-device", true, later},
+      {"--cpu-shares", true, later},
+      {"--cpus", true, later},
+      {"--cpuset-cpus", true, later},
+      {"--cpuset-mems", true, later},
+      {"--memory", true, later},
+      {"--memory-reservation", true, later},
+      {"--memory-swap", true, later},
+      {"--oom-kill-disable", false, later},
+      {"--pids-limit", true, later},
+      {"--underlay", false, "capsa never needs underlay: bind targets missing in the image are made in a tmpfs"},
+      {"--sharens", false, later},
+      {"--netns-path", true, later},
+      {"--network-args", true, "capsa sets up no CNI networks; only --network none"},
+      {"--dmtcp-launch", true, "capsa has no DMTCP checkpointing"},
+      {"--dmtcp-restart", true, "capsa has no DMTCP checkpointing"},
+      {"--passphrase", false, "encrypted SIF images are not supported"},
+      {"--pem-path", true, "encrypted SIF images are not supported"},
+      {"--docker-login", false, later + "; use `capsa pull --docker-login` first, then run the SIF"},
+      {"--docker-username", true, later + "; use APPTAINER_DOCKER_USERNAME or `capsa pull` first"},
+      {"--docker-password", true, later + "; use APPTAINER_DOCKER_PASSWORD or `capsa pull` first"},
+      {"--docker-host", true, "capsa talks to registries, never to a Docker daemon"},
+      {"--authfile", true, later + "; capsa reads ~/.docker/config.json"},
+      {"--nohttps,--no-https", false, later},
+      {"--ignore-subuid", false, later},
+      {"--ignore-fakeroot-command", false, later},
+      {"--ignore-userns", false, later},
+  };
+  return flags;
+}
 
 runtime::ActionRequest request_from(const std::string& action, const ActionFlags& f,
                                     const std::vector<std::string>& rest) {
+  reject_unknown_flag(action, rest);
   if (rest.empty()) throw Error(action + " needs an IMAGE (see `capsa help " + action + "`)");
   runtime::ActionRequest r;
   r.action = action;
   r.image = rest[0];
   r.args.assign(rest.begin() + 1, rest.end());
   if (action == "exec" && r.args.empty()) throw Error("exec needs a command to run in " + r.image);
-  if (r.image.rfind("docker://", 0) == 0) r.image = image_for_docker_reference(r.image, f.quiet);
+  if (r.image.rfind("docker://", 0) == 0) r.image = image_for_docker_reference(r.image, f.quiet || quiet_output());
   // -B wins in order after the environment's binds, as Apptainer merges them.
   r.binds = runtime::binds_from_environment(std::map<std::string, std::string>{
       {"APPTAINER_BIND", env_value("BIND").value_or("")}, {"APPTAINER_BINDPATH", env_value("BINDPATH").value_or("")}});
@@ -59,7 +131,6 @@ runtime::ActionRequest request_from(const std::string& action, const ActionFlags
   for (const auto& m : mounts)
     for (auto& spec : runtime::parse_mount(m)) r.binds.push_back(spec);
   r.contain = f.contain || f.containall || env_flag("CONTAIN") || env_flag("CONTAINALL");
-  r.containall = f.containall || env_flag("CONTAINALL");
   r.userns = f.userns || env_flag("USERNS") || env_flag("UNSHARE_USERNS");
   r.cleanenv = f.cleanenv || f.containall || env_flag("CLEANENV") || env_flag("CONTAINALL");
   r.no_home = f.no_home || env_flag("NO_HOME");
@@ -75,8 +146,31 @@ runtime::ActionRequest request_from(const std::string& action, const ActionFlags
   r.env_args = f.env;
   r.env_files = f.env_files;
   if (auto files = env_value("ENV_FILE")) r.env_files.insert(r.env_files.begin(), *files);
-  r.nv = f.nv || env_flag("NV");
-  r.nvccli = f.nvccli || env_flag("NVCCLI");
+  const bool no_nv = f.no_nv || env_flag("NV_OFF") || env_flag("NO_NV");
+  r.nv = (f.nv || env_flag("NV")) && !no_nv;
+  r.nvccli = (f.nvccli || env_flag("NVCCLI")) && !no_nv;
+  // --compat is --containall --no-init --no-umask --no-eval --writable-tmpfs (action_flags.go).
+  const bool compat = f.compat || env_flag("COMPAT");
+  if (compat) {
+    r.contain = r.cleanenv = true;
+    if (!r.writable) r.writable_tmpfs = true;
+  }
+  const bool containall = f.containall || env_flag("CONTAINALL") || compat;
+  r.namespaces.pid =
+      (f.pid || env_flag("PID") || env_flag("UNSHARE_PID") || containall) && !(f.no_pid || env_flag("NO_PID"));
+  r.namespaces.ipc = f.ipc || env_flag("IPC") || env_flag("UNSHARE_IPC") || containall;
+  r.namespaces.hostname = !f.hostname.empty() ? f.hostname : env_value("HOSTNAME").value_or("");
+  r.namespaces.uts = f.uts || env_flag("UTS") || env_flag("UNSHARE_UTS") || !r.namespaces.hostname.empty();
+  for (const auto& list : f.networks.empty() ? std::vector<std::string>{env_value("NETWORK").value_or("")} : f.networks)
+    for (auto& network : split_list(list)) r.networks.push_back(network);
+  // --network implies --net; --net alone asks for Apptainer's default network, bridge.
+  r.namespaces.net = f.net || env_flag("NET") || env_flag("UNSHARE_NET") || !r.networks.empty();
+  if (r.namespaces.net && r.networks.empty()) r.networks = {"bridge"};
+  for (const auto& list : f.dns.empty() ? std::vector<std::string>{env_value("DNS").value_or("")} : f.dns)
+    for (auto& server : split_list(list)) r.dns.push_back(server);
+  r.namespaces.init = !(f.no_init || env_flag("NOSHIMINIT") || compat);
+  r.no_umask = f.no_umask || env_flag("NO_UMASK") || compat;
+  r.no_eval = f.no_eval || env_flag("NO_EVAL") || compat;
   return r;
 }
 
@@ -108,10 +202,30 @@ void add_action(CLI::App& app, const std::string& name, const std::string& descr
   cmd->add_flag("-u,--userns", flags->userns, "Run in a user namespace also as root (anyone else always gets one)");
   cmd->add_flag("-d,--debug", flags->debug, "Print the mount plan");
   cmd->add_flag("-q,--quiet", flags->quiet, "No progress output when a docker:// image is pulled first");
+  cmd->add_flag("-p,--pid", flags->pid, "Run in a new PID namespace (with a shim init as PID 1)");
+  cmd->add_flag("--no-pid", flags->no_pid, "Do not run in a new PID namespace (undoes --containall's)");
+  cmd->add_flag("--no-init", flags->no_init, "With --pid: no shim init, the command is PID 1");
+  cmd->add_flag("-i,--ipc", flags->ipc, "Run in a new IPC namespace");
+  cmd->add_flag("--uts", flags->uts, "Run in a new UTS namespace (host name of its own)");
+  cmd->add_option("--hostname", flags->hostname, "Set the container's host name (implies --uts)");
+  cmd->add_flag("-n,--net", flags->net, "Run in a new network namespace (give --network none)");
+  cmd->add_option("--network", flags->networks,
+                  "Network types, comma separated; capsa supports none (a private loopback only)")
+      ->allow_extra_args(false);
+  cmd->add_option("--dns", flags->dns, "DNS servers, comma separated, for the container's resolv.conf")
+      ->allow_extra_args(false);
+  cmd->add_flag("--no-umask", flags->no_umask, "Use umask 0022 inside instead of the caller's");
+  cmd->add_flag("--no-eval", flags->no_eval, "Take --env/APPTAINERENV_ values literally, without shell evaluation");
+  cmd->add_flag("--compat", flags->compat,
+                "OCI/Docker-like: --containall --no-init --no-umask --no-eval --writable-tmpfs");
+  cmd->add_flag("--no-nv", flags->no_nv, "Do not bring in the NVIDIA driver (undoes APPTAINER_NV)");
+  cmd->add_flag("--no-rocm", flags->no_rocm, "Do not bring in the ROCm driver (capsa never does without --rocm)");
+  add_refused_flags(*cmd, refused_action_flags());
   if (name == "shell") cmd->add_option("-s,--shell", flags->shell, "Shell to run (also APPTAINER_SHELL)");
   cmd->footer("IMAGE is a SIF file, a sandbox directory, or docker://REF (pulled into the cache first).\n"
               "Everything after IMAGE is passed to the container.");
   cmd->callback([cmd, flags, name] {
+    reject_refused_flags(*cmd, refused_action_flags());
     if (flags->debug) log::set_level(log::Level::debug);  // the engine's debug messages (util/log.hpp)
     runtime::launch(request_from(name, *flags, cmd->remaining()));
   });

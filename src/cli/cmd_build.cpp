@@ -9,6 +9,7 @@
 #include "capsa/version.hpp"
 #include "cli/commands.hpp"
 #include "cli/env_flags.hpp"
+#include "cli/global_flags.hpp"
 #include "runtime/bind_spec.hpp"
 #include "util/error.hpp"
 #include "util/fd.hpp"
@@ -109,8 +110,8 @@ void add_build_command(CLI::App& app) {
       "SOURCE: a definition file, docker://REF, a SIF image or a sandbox directory.\n"
       "Definition files: see docs/build.md. A failing %setup, %post or %test stops the build and writes\n"
       "nothing; the temporary build directory is removed, also on Ctrl-C.");
-  cmd->callback([flags, &app] {
-    bool quiet = flags->quiet || app.get_option("--quiet")->count() > 0;
+  cmd->callback([flags] {
+    bool quiet = flags->quiet || quiet_output();
     Progress progress(Progress::detect_mode(quiet, 2));
     install_interrupt_handlers();
     build::BuildResult result;

@@ -5,6 +5,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/env_flags.hpp"
+#include "cli/global_flags.hpp"
 #include "oci/platform.hpp"
 #include "pull/pull.hpp"
 #include "util/error.hpp"
@@ -73,8 +74,8 @@ void add_pull_command(CLI::App& app) {
       "Credentials: APPTAINER_DOCKER_USERNAME/_PASSWORD (or SINGULARITY_...), --docker-login, or\n"
       "~/.docker/config.json. For NVIDIA NGC use the username '$oauthtoken' and an API key.\n"
       "Cache: $CAPSA_CACHEDIR, $APPTAINER_CACHEDIR or $SINGULARITY_CACHEDIR; see `capsa help cache`.");
-  cmd->callback([flags, &app] {
-    bool quiet = flags->quiet || app.get_option("--quiet")->count() > 0;
+  cmd->callback([flags] {
+    bool quiet = flags->quiet || quiet_output();
     Progress progress(Progress::detect_mode(quiet, 2));
     install_interrupt_handlers();
     pull::PullResult result;

@@ -21,12 +21,30 @@ constexpr const char* kFeatures[] = {
     "cache: shared, content-addressed, locked (capsa cache list/clean)",
 };
 
+bool called_as_apptainer(const std::string& program_name) {
+  return program_name == "singularity" || program_name == "apptainer";
+}
+
 }  // namespace
+
+std::string version_line(const std::string& program_name) {
+  // Apptainer's template (apptainer.go): "<package name> version <version>", with the
+  // package name "apptainer" also when it is called as singularity.
+  if (called_as_apptainer(program_name)) return std::string("apptainer version ") + build_info::apptainer_release;
+  return std::string("capsa version ") + build_info::version + " (Apptainer " + build_info::apptainer_release +
+         " command line)";
+}
 
 void add_version_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("version", "Show the version, the git commit and the enabled features");
-  cmd->callback([] {
+  cmd->callback([&app] {
+    // `apptainer version` prints the bare version number; scripts cut it apart.
+    if (called_as_apptainer(app.get_name())) {
+      std::cout << build_info::apptainer_release << "\n";
+      return;
+    }
     std::cout << "capsa " << build_info::version << "\n"
+              << "command line: Apptainer " << build_info::apptainer_release << "\n"
               << "commit:   " << build_info::git_commit << "\n"
               << "build:    " << build_info::build_type << "\n"
               << "features:\n";

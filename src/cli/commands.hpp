@@ -8,6 +8,9 @@ namespace capsa::cli {
 void add_sif_command(CLI::App& app);
 void add_inspect_command(CLI::App& app);
 void add_version_command(CLI::App& app);
+// `--version`: as Apptainer prints it under the names singularity and apptainer
+// ("apptainer version 1.4.5"), capsa's own version under the name capsa.
+std::string version_line(const std::string& program_name);
 void add_cache_command(CLI::App& app);
 // exec, run, shell, test and run-help; only `only` when it names one of them.
 void add_action_commands(CLI::App& app, std::string_view only = {});

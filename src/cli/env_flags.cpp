@@ -21,4 +21,16 @@ bool env_flag(const std::string& key) {
   return v == "1" || v == "true" || v == "yes" || v == "on";
 }
 
+std::vector<std::string> split_list(const std::string& list) {
+  std::vector<std::string> items(1);
+  for (char c : list) {
+    if (c == ',')
+      items.emplace_back();
+    else if (c != ' ' && c != '\t')
+      items.back() += c;
+  }
+  std::erase(items, std::string());
+  return items;
+}
+
 }  // namespace capsa::cli

@@ -1,5 +1,7 @@
 #include "cli/forward.hpp"
 
+#include "cli/global_flags.hpp"
+
 #include "util/install_layout.hpp"
 
 #include <unistd.h>
@@ -30,11 +32,10 @@ void remember_arguments(char** argv) { remembered = argv; }
 
 std::string local_action(const std::vector<std::string>& args) {
   static constexpr std::array<std::string_view, 5> actions = {"exec", "run", "shell", "test", "run-help"};
-  for (const std::string& arg : args) {
-    if (arg == "-q" || arg == "--quiet") continue;  // capsa's global flags that may come first
-    return std::find(actions.begin(), actions.end(), arg) != actions.end() ? arg : "";
-  }
-  return "";
+  const std::size_t first = global_flag_words(args);
+  if (first >= args.size()) return "";
+  const std::string& command = args[first];
+  return std::find(actions.begin(), actions.end(), command) != actions.end() ? command : "";
 }
 
 void forward_to_full() {

@@ -8,6 +8,7 @@
 
 #include "capsa/version.hpp"
 #include "cli/commands.hpp"
+#include "cli/global_flags.hpp"
 #include "cli/invocation.hpp"
 #include "cli/run_app.hpp"
 #include "registry/credentials.hpp"
@@ -56,12 +57,11 @@ int main(int argc, char** argv) {
   CLI::App app{"capsa: run Singularity/Apptainer (SIF) and OCI containers on HPC clusters, unprivileged.",
                inv.program_name};
   app.require_subcommand(1);
-  static bool quiet = false;  // read by commands through app.get_option("--quiet")
-  app.add_flag("-q,--quiet", quiet, "Less output (no progress)");
+  capsa::cli::add_global_flags(app);
   app.fallthrough(false);
   app.footer("Run '" + inv.program_name + " help COMMAND' for the flags of a command.\n"
              "Documentation: docs/capsa.md");
-  app.set_version_flag("--version", std::string("capsa ") + capsa::build_info::version);
+  app.set_version_flag("--version", capsa::cli::version_line(inv.program_name));
 
   capsa::cli::add_sif_command(app);
   capsa::cli::add_inspect_command(app);

@@ -4,6 +4,7 @@
 #include "capsa/version.hpp"
 #include "cli/commands.hpp"
 #include "cli/forward.hpp"
+#include "cli/global_flags.hpp"
 #include "cli/invocation.hpp"
 #include "cli/run_app.hpp"
 #include "registry/credentials.hpp"
@@ -19,8 +20,7 @@ int main(int argc, char** argv) {
   CLI::App app{"capsa: run Singularity/Apptainer (SIF) and OCI containers on HPC clusters, unprivileged.",
                inv.program_name};
   app.require_subcommand(1);
-  static bool quiet = false;
-  app.add_flag("-q,--quiet", quiet, "Less output (no progress)");
+  capsa::cli::add_global_flags(app);
   app.fallthrough(false);
   app.footer("Run '" + inv.program_name + " help COMMAND' for the flags of a command.\n"
              "Documentation: docs/capsa.md");

@@ -4,6 +4,7 @@
 #include <ctime>
 
 #include "image/container_scripts.hpp"
+#include "util/shell_quote.hpp"
 
 namespace capsa::image {
 namespace {
@@ -18,16 +19,6 @@ std::string double_quoted(const std::string& text) {
     out += c;
   }
   return out + "\"";
-}
-
-// Single-quoted shell word: nothing is special but the quote itself.
-std::string single_quoted(const std::string& text) {
-  std::string out = "'";
-  for (char c : text) {
-    if (c == '\'') out += "'\\''";
-    else out += c;
-  }
-  return out + "'";
 }
 
 // An OCI array as Apptainer stores it in a runscript: each element double-quoted, the

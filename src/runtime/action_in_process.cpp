@@ -149,7 +149,7 @@ class Composer {
   }
 
   void inject() {
-    sh_.run(injection_script(*in_.injected), "the injected variables");
+    sh_.run(injection_script(*in_.injected, in_.evaluate_injected), "the injected variables");
     injected_ = true;
   }
 

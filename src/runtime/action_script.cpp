@@ -143,7 +143,7 @@ std::string action_script(const ActionScriptInput& in) {
   }
   // PS1: the shell's own default is not the host's (it came back in set_aside if it was).
   std::string script = "export PWD\n" + set_aside + "unset PS1\n" + kFunctions;
-  script += "capsa_inject() {\n" + injection_script(*in.injected) + "capsa_injected=1\n}\n";
+  script += "capsa_inject() {\n" + injection_script(*in.injected, in.evaluate_injected) + "capsa_injected=1\n}\n";
   script += kSourceEnvironment;
   if (in.gpu_libraries) script += kGpuLibraryPath;
   script += kLibraryPathAround;

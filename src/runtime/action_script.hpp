@@ -29,6 +29,7 @@ struct ActionScriptInput {
   const EnvMap* process;       // the environment the shell starts with (step 1 and 4)
   const EnvMap* injected;      // step 2
   bool gpu_libraries = false;  // --nv: /.singularity.d/libs ends LD_LIBRARY_PATH
+  bool evaluate_injected = true;  // false with --no-eval: the values are taken literally
 };
 
 std::string action_script(const ActionScriptInput& input);

@@ -8,6 +8,7 @@
 #include "util/csv_fields.hpp"
 #include "util/error.hpp"
 #include "util/fd.hpp"
+#include "util/shell_quote.hpp"
 
 extern char** environ;
 
@@ -128,7 +129,7 @@ ComposedEnvironment compose_environment(const EnvRequest& r) {
   return out;
 }
 
-std::string injection_script(const EnvMap& injected) {
+std::string injection_script(const EnvMap& injected, bool evaluate) {
   // An image whose scripts left PATH unset gets the default one before anything is injected.
   std::string out = "[ -n \"${PATH+x}\" ] || export PATH=" + std::string(kDefaultPath) + "\n";
   for (const auto& [name, value] : injected) {
@@ -136,6 +137,10 @@ std::string injection_script(const EnvMap& injected) {
     std::string v = value;
     // Libraries bound in by the runtime stay reachable behind the user's own.
     if (name == "LD_LIBRARY_PATH" && !v.empty()) v += ":/.singularity.d/libs";
+    if (!evaluate) {  // --no-eval: single quotes, as Apptainer writes them (process_linux.go)
+      out += "export " + name + "=" + single_quoted(v) + "\n";
+      continue;
+    }
     // Double quotes, as Apptainer (without --no-eval) writes them: the value is
     // evaluated once inside the container ($VAR, $(cmd), backslashes), only `"` is
     // escaped; a trailing lone backslash is doubled so it cannot eat the closing quote.

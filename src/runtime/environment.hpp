@@ -43,7 +43,7 @@ std::vector<std::pair<std::string, std::string>> parse_env_file(std::string_view
 
 // `export K="V"` lines for the injected variables: evaluated once inside the container,
 // as Apptainer does without --no-eval; LD_LIBRARY_PATH gets /.singularity.d/libs appended.
-std::string injection_script(const EnvMap& injected);
+std::string injection_script(const EnvMap& injected, bool evaluate = true);
 
 EnvMap current_environment();
 std::vector<std::string> to_envp(const EnvMap& env);

@@ -34,7 +34,7 @@
 #include "runtime/mount_plan.hpp"
 #include "runtime/mpi_launcher.hpp"
 #include "runtime/namespaces.hpp"
-#include "runtime/pid_namespace.hpp"
+#include "runtime/private_namespaces.hpp"
 #include "sif/image.hpp"
 #include "squashfs/reader.hpp"
 #include "util/error.hpp"
@@ -169,7 +169,7 @@ void execute(const std::string& program, const std::vector<std::string>& argv_st
 
 [[noreturn]] void exec_in_container(const ActionRequest& r, const ComposedEnvironment& env,
                                     const image::ImageFiles& environment_files) {
-  const ActionScriptInput script_input{r.action, &env.process, &env.injected, r.nv || r.nvccli};
+  const ActionScriptInput script_input{r.action, &env.process, &env.injected, r.nv || r.nvccli, !r.no_eval};
   if (::access("/bin/sh", X_OK) != 0) exec_without_shell(r, script_input, environment_files);
   if (r.action == "exec") {
     std::string why;
@@ -267,6 +267,10 @@ void launch(const ActionRequest& r) {
     writable_tmpfs = false;
   }
   if (r.writable && !sandbox) refuse_writable_sif(sif->image);
+  // Bad namespace options fail here, before anything is mounted.
+  if (r.namespaces.net) check_networks(r.networks);
+  if (!r.namespaces.hostname.empty()) check_hostname(r.namespaces.hostname);
+  const std::string resolv_conf = r.dns.empty() ? "" : resolv_conf_for(r.dns);
 
   MountRequest mounts;
   mounts.home_source = caller_home();
@@ -284,6 +288,8 @@ void launch(const ActionRequest& r) {
   mounts.workdir = r.workdir.empty() ? "" : prepare_workdir(r.workdir, r.contain, !r.no_home && !mounts.custom_home);
   std::vector<std::string> unknown_no_mount;
   mounts.no_mount = parse_no_mount(r.no_mount, &unknown_no_mount);
+  mounts.generated_resolv_conf = !resolv_conf.empty();
+  mounts.generated_hostname = !r.namespaces.hostname.empty();
   for (const auto& name : unknown_no_mount) log::warning("Ignoring unknown mount type '" + name + "'");
   std::vector<MountStep> plan = plan_mounts(mounts);
   const EnvMap host_environment = current_environment();
@@ -349,6 +355,7 @@ void launch(const ActionRequest& r) {
   ComposedEnvironment env = compose_environment(env_request);
   if (!r.shell.empty()) env.process["APPTAINER_SHELL"] = env.process["SINGULARITY_SHELL"] = r.shell;
   if (r.nv || r.nvccli) pass_gpu_selection(env_request.host, env);
+  if (r.no_eval) env.process["APPTAINER_NO_EVAL"] = env.process["SINGULARITY_NO_EVAL"] = "1";
   for (const auto& warning : env.warnings) log::warning(warning);
   if (auto warning = cleanenv_drops_launcher(launcher, r.cleanenv)) log::warning(*warning);
 
@@ -358,11 +365,14 @@ void launch(const ActionRequest& r) {
   warn_about_pmi_mismatch(launcher, image_ldso_cache);
   std::vector<std::pair<std::string, std::string>> files = {
       {"passwd", passwd_with_caller(image_passwd, account)}, {"group", group_with_caller(image_group, account)}};
+  if (!resolv_conf.empty()) files.emplace_back("resolv.conf", resolv_conf);
+  if (!r.namespaces.hostname.empty()) files.emplace_back("hostname", r.namespaces.hostname + "\n");
 
   if (sif) await_image(driver, sif->location, image_root);
   if (driver != MountDriver::KernelLoop) list_once(image_root);
   build_root_and_enter({session_point, writable_tmpfs, privileged, r.writable}, plan, files, before_enter);
-  if (r.containall) enter_private_pid_and_ipc_namespaces();
+  if (r.namespaces.any()) enter_private_namespaces(r.namespaces);
+  if (r.no_umask) ::umask(022);
 
   enter_working_directory(r.pwd.empty() ? mounts.cwd : r.pwd, !r.pwd.empty(), mounts.home_destination);
   if (sif && environment_in_image(plan)) exec_in_container(r, env, sif->files);

@@ -1,13 +1,14 @@
 #pragma once
 // `capsa exec|run|shell|test IMAGE [ARGS...]`: image -> namespaces -> mounts -> exec.
 // The command replaces capsa (no supervisor process), so its exit status and signals are
-// its own; the only helper that may live on, the FUSE server, dies with it. --containall
-// is the exception: a PID namespace needs an init, and capsa stays to forward signals
-// (pid_namespace.hpp).
+// its own; the only helper that may live on, the FUSE server, dies with it. A private PID
+// namespace (--pid, --containall) is the exception: it needs an init, and capsa stays to
+// forward signals (pid_namespace.hpp).
 #include <string>
 #include <vector>
 
 #include "runtime/bind_spec.hpp"
+#include "runtime/private_namespaces.hpp"
 
 namespace capsa::runtime {
 
@@ -23,7 +24,11 @@ struct ActionRequest {
   std::vector<std::string> env_args;
   std::vector<std::string> env_files;
   bool contain = false;
-  bool containall = false;         // --containall: also private PID and IPC namespaces
+  PrivateNamespaces namespaces;       // --pid, --ipc, --uts, --hostname, --net (--containall: pid and ipc)
+  std::vector<std::string> networks;  // --network types (with --net); only "none" is supported
+  std::vector<std::string> dns;       // --dns: the container's resolv.conf names these servers
+  bool no_umask = false;              // --no-umask: 0022 inside instead of the caller's umask
+  bool no_eval = false;               // --no-eval: injected variables are taken literally
   bool userns = false;             // -u/--userns: a user namespace even for root
   bool cleanenv = false;
   bool no_home = false;

@@ -1,6 +1,7 @@
 #include "runtime/mount_plan.hpp"
 
 #include <algorithm>
+#include <string_view>
 
 namespace capsa::runtime {
 namespace {
@@ -22,6 +23,14 @@ MountStep host_file(const std::string& path) {
   MountStep step = bind(path, path);
   step.directory = false;
   step.required = false;
+  return step;
+}
+
+// A file capsa writes into the session, named after its place in /etc ("/etc/passwd"
+// -> "passwd"), bound over the image's.
+MountStep session_file(const std::string& path) {
+  MountStep step{MountStep::Kind::SessionFile, path.substr(path.rfind('/') + 1), path};
+  step.directory = false;
   return step;
 }
 
@@ -92,8 +101,14 @@ std::vector<MountStep> plan_mounts(const MountRequest& r) {
 
   // Apptainer's default `bind path` entries plus its resolv.conf, which --no-mount
   // bind-paths or their destination turn off.
-  for (const char* file : {"/etc/hosts", "/etc/localtime", "/etc/resolv.conf"})
-    if (!skipped_bind_path(no, file)) add(host_file(file));
+  for (const char* file : {"/etc/hosts", "/etc/localtime", "/etc/resolv.conf"}) {
+    if (skipped_bind_path(no, file)) continue;
+    if (r.generated_resolv_conf && std::string_view(file) == "/etc/resolv.conf")
+      add(session_file(file));
+    else
+      add(host_file(file));
+  }
+  if (r.generated_hostname) add(session_file("/etc/hostname"));
 
   if (!r.no_home && !no.home) {
     if (!r.contain || r.custom_home) add(user_bind(r.home_source, r.home_destination));
@@ -118,11 +133,7 @@ std::vector<MountStep> plan_mounts(const MountRequest& r) {
     add(MountStep{MountStep::Kind::Tmpfs, "", "/var/tmp"});
   }
 
-  for (const char* file : {"/etc/passwd", "/etc/group"}) {
-    MountStep step{MountStep::Kind::SessionFile, std::string(file).substr(5), file};
-    step.directory = false;
-    add(step);
-  }
+  for (const char* file : {"/etc/passwd", "/etc/group"}) add(session_file(file));
 
   // User binds come after the system ones, as in Apptainer, so that a bind below /tmp,
   // /var/tmp or onto /etc/passwd is not hidden by them; shallower destinations first (a stable sort on

@@ -14,7 +14,7 @@ struct MountStep {
     Bind,           // source (host path) at target
     RecursiveBind,  // the same with every mount below source (/proc, /sys, /dev)
     Tmpfs,          // a fresh tmpfs at target
-    SessionFile,    // a file capsa generated (passwd, group): source names it in the session
+    SessionFile,    // a file capsa generated (passwd, group, resolv.conf, hostname): source names it in the session
     Devpts,         // a new devpts instance at target, and ptmx beside it linked to it (--contain)
   };
   Kind kind = Kind::Bind;
@@ -51,6 +51,8 @@ struct MountRequest {
   bool no_home = false;          // --no-home
   std::string workdir;           // --workdir: backs /tmp, /var/tmp (and home with --contain)
   NoMount no_mount;              // --no-mount
+  bool generated_resolv_conf = false;  // --dns: /etc/resolv.conf is capsa's, not the host's
+  bool generated_hostname = false;     // --hostname: /etc/hostname names it
 };
 
 std::vector<MountStep> plan_mounts(const MountRequest& request);

@@ -50,19 +50,23 @@ void restore_signals() {
 
 }  // namespace
 
-void enter_private_pid_and_ipc_namespaces() {
-  if (::unshare(CLONE_NEWPID | CLONE_NEWIPC) != 0) throw_errno("creating PID and IPC namespaces (--containall)");
+void enter_private_pid_namespace(bool with_init) {
+  if (::unshare(CLONE_NEWPID) != 0) throw_errno("creating a PID namespace (--pid)");
   Pipe report = make_pipe();
   install_supervision();
-  // getppid() is 0 in init: its parent is outside the namespace, nothing to check.
-  Process init =
+  // getppid() is 0 in PID 1: its parent is outside the namespace, nothing to check.
+  Process first =
       Process::fork({.parent_death_signal = SIGKILL, .check_parent_alive = false, .name = "the PID namespace's init"});
-  if (init.in_child()) {
+  if (first.in_child()) {
     report.read_end.reset();
-    // The mount of /proc and the fork happen here; the command's process returns.
     if (::mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) {
       log::error({"mounting /proc for the PID namespace: ", std::strerror(errno)});
       ::_exit(1);
+    }
+    if (!with_init) {  // --no-init: the command itself is PID 1
+      report.write_end.reset();
+      restore_signals();
+      return;
     }
     Process command;
     try {
@@ -82,9 +86,11 @@ void enter_private_pid_and_ipc_namespaces() {
     ::_exit(0);
   }
   report.write_end.reset();
-  int init_status = init.supervise(supervised_signals()).wait_status();
+  int first_status = first.supervise(supervised_signals()).wait_status();
+  // The command's status as init reported it; without init (or when init died before it
+  // could report) the first process's own status is the command's.
   int status = 0;
-  if (::read(report.read_end.get(), &status, sizeof status) != sizeof status) status = init_status;
+  if (::read(report.read_end.get(), &status, sizeof status) != sizeof status) status = first_status;
   exit_like(ExitStatus(status));
 }
 

@@ -80,6 +80,91 @@ TEST(Cli, SingularityAndApptainerNamesBehaveIdentically) {
   }
 }
 
+TEST(Cli, VersionIsApptainersUnderItsNames) {
+  // Snakemake, cwltool and Nextflow parse `singularity --version`; Apptainer prints
+  // "apptainer version X.Y.Z" under both names, and the bare number for `version`.
+  test::TempDir dir;
+  for (const char* alias : {"singularity", "apptainer"}) {
+    std::string link = dir / alias;
+    ASSERT_EQ(::symlink(test::capsa_binary().c_str(), link.c_str()), 0);
+    auto flag = run_process({link, "--version"});
+    EXPECT_EQ(flag.exit_code, 0) << flag.err;
+    EXPECT_EQ(flag.out, "apptainer version 1.4.5\n") << alias;
+    auto command = run_process({link, "version"});
+    EXPECT_EQ(command.out, "1.4.5\n") << alias;
+  }
+  auto own = run_process({test::capsa_binary(), "--version"});
+  EXPECT_EQ(own.out.rfind("capsa version ", 0), 0u) << own.out;
+  EXPECT_NE(own.out.find("(Apptainer 1.4.5 command line)"), std::string::npos) << own.out;
+}
+
+TEST(Cli, GlobalFlagsComeBeforeTheCommandWithApptainersMeaning) {
+  std::string sif = test::sif_fixture("real/busybox_amd64.sif");
+  // An unknown --no-mount name is a warning (Apptainer's), which shows what each level lets through.
+  auto run = [&](std::vector<std::string> global) {
+    std::vector<std::string> args = {test::capsa_binary()};
+    args.insert(args.end(), global.begin(), global.end());
+    args.insert(args.end(), {"exec", "--no-mount", "nonesuch", sif, "echo", "ran"});
+    return run_process(args, "", 60);
+  };
+  const std::string warning = "WARNING: Ignoring unknown mount type 'nonesuch'";
+  auto plain = run({});
+  EXPECT_EQ(plain.out, "ran\n") << plain.err;
+  EXPECT_NE(plain.err.find(warning), std::string::npos) << plain.err;
+  for (const char* silent : {"-s", "--silent"}) {
+    auto result = run({silent});
+    EXPECT_EQ(result.out, "ran\n") << result.err;
+    EXPECT_EQ(result.err, "") << silent << " prints errors only";
+  }
+  for (const char* quiet : {"-q", "--quiet"}) {
+    auto result = run({quiet});
+    EXPECT_NE(result.err.find(warning), std::string::npos) << quiet << " keeps warnings: " << result.err;
+  }
+  for (const char* debug : {"-d", "--debug"}) {
+    auto result = run({debug});
+    EXPECT_NE(result.err.find("mount plan"), std::string::npos) << debug << ": " << result.err;
+  }
+  // Snakemake's form, and the flags that change nothing capsa prints.
+  for (std::vector<std::string> flags : {std::vector<std::string>{"--quiet", "--silent"},
+                                         std::vector<std::string>{"-v"}, std::vector<std::string>{"--nocolor"}}) {
+    auto result = run(flags);
+    EXPECT_EQ(result.exit_code, 0) << flags[0] << ": " << result.err;
+    EXPECT_EQ(result.out, "ran\n");
+  }
+}
+
+TEST(Cli, UsageErrorsAreOneLineAndExitOne) {
+  const std::string missing = "/nonexistent/image.sif";
+  struct Case {
+    std::vector<std::string> args;
+    std::string err;
+  };
+  const std::vector<Case> cases = {
+      {{"exec", "--frobnicate", missing, "true"},
+       "capsa: error: unknown flag --frobnicate for exec (see `capsa help exec`)\n"},
+      {{"run", "--frobnicate=1", missing}, "capsa: error: unknown flag --frobnicate for run (see `capsa help run`)\n"},
+      {{"exec", "--fakeroot", missing, "true"},
+       "capsa: error: --fakeroot is not supported (not in this version of capsa yet; `capsa build --fakeroot` builds "
+       "as root-in-the-container)\n"},
+      {{"shell", "--dmtcp-launch", "ckpt", missing},
+       "capsa: error: --dmtcp-launch is not supported (capsa has no DMTCP checkpointing)\n"},
+      {{"-c", "/etc/site.conf", "exec", missing, "true"},
+       "capsa: error: -c/--config /etc/site.conf is not supported: this version of capsa reads no apptainer.conf; run "
+       "without it\n"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> args = {test::capsa_binary()};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    auto result = run_process(args);
+    EXPECT_EQ(result.exit_code, 1) << c.args[0] << " " << c.args[1];
+    EXPECT_EQ(result.out, "");
+    EXPECT_EQ(result.err, c.err) << "one line, and the image is never looked up";
+  }
+  auto global = run_process({test::capsa_binary(), "--frobnicate", "exec", missing, "true"});
+  EXPECT_EQ(global.exit_code, 1);
+  EXPECT_EQ(global.err.find('\n'), global.err.size() - 1) << global.err;
+}
+
 TEST(Cli, CommandsNotYetImplementedSaySoInOneLine) {
   auto result = run_process({test::capsa_binary(), "instance", "start", "image.sif", "name"});
   EXPECT_EQ(result.exit_code, 1);

@@ -1,0 +1,28 @@
+#pragma once
+// Apptainer flags capsa does not carry out. Each is still known to the parser, so that a
+// job script that uses one stops with a line naming the flag and why, before any image is
+// looked up, instead of the flag being taken for the image's name.
+#include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+namespace capsa::cli {
+
+struct RefusedFlag {
+  std::string names;  // CLI11 form: "-f,--fakeroot"
+  bool takes_value;   // so that its value is not taken for the image
+  std::string why;    // completes "--fakeroot is not supported (...)"
+};
+
+// Registers `flags` on `command`, hidden from --help (they do nothing there).
+void add_refused_flags(CLI::App& command, const std::vector<RefusedFlag>& flags);
+
+// Throws capsa::Error for the first refused flag given on `command`:
+// "--fakeroot is not supported (why)".
+void reject_refused_flags(const CLI::App& command, const std::vector<RefusedFlag>& flags);
+
+// Throws capsa::Error "unknown flag --X for exec" when what CLI11 left over starts with
+// a flag: commands that end their flags at IMAGE would take it for the image.
+void reject_unknown_flag(const std::string& command, const std::vector<std::string>& rest);
+
+}  // namespace capsa::cli

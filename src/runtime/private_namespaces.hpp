@@ -1,0 +1,41 @@
+#pragma once
+// The namespaces a container may ask for beyond the mount (and user) namespace:
+// Apptainer's -p/--pid, -i/--ipc, --uts with --hostname, and -n/--net with
+// --network none. By default they stay the host's: MPI and NCCL need the host's
+// network and IPC (docs/running.md).
+#include <string>
+#include <vector>
+
+namespace capsa::runtime {
+
+struct PrivateNamespaces {
+  bool pid = false;
+  bool ipc = false;
+  bool uts = false;
+  bool net = false;
+  bool init = true;      // with pid: a shim init as PID 1 (--no-init: the command is PID 1)
+  std::string hostname;  // with uts: the container's host name ("" keeps the host's)
+
+  bool any() const { return pid || ipc || uts || net; }
+};
+
+// The network types `--network` may name. Only "none" (a private namespace with its own
+// loopback) needs no CNI plugins and no root; the CNI types (bridge, ptp, ...) are refused
+// here, before anything is mounted, with one line that says so.
+void check_networks(const std::vector<std::string>& networks);
+
+// Checks a --hostname value as sethostname(2) will take it (1 to 64 bytes, no '/' or
+// NUL), so that a bad one fails before anything is mounted.
+void check_hostname(const std::string& hostname);
+
+// The resolv.conf --dns asks for: one "nameserver IP" line per address of the comma
+// list. Throws Error naming an address that is not an IPv4 or IPv6 address.
+std::string resolv_conf_for(const std::vector<std::string>& dns);
+
+// Call inside the container's root, with one thread, while the process still holds its
+// capabilities in the container's user namespace (before exec). Enters the requested
+// IPC, UTS and network namespaces, sets the host name, brings up the loopback, then the
+// PID namespace (pid_namespace.hpp). Returns only in the command's process.
+void enter_private_namespaces(const PrivateNamespaces& request);
+
+}  // namespace capsa::runtime
