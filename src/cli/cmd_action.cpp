@@ -103,13 +103,16 @@ const std::vector<RefusedFlag>& refused_action_flags() {
       {"--docker-password", true, later + "; use APPTAINER_DOCKER_PASSWORD or `capsa pull` first"},
       {"--docker-host", true, "capsa talks to registries, never to a Docker daemon"},
       {"--authfile", true, later + "; capsa reads ~/.docker/config.json"},
-      {"--nohttps,--no-https", false, later},
+      {"--nohttps", false, later + "; `capsa pull --nohttps` first, or set APPTAINER_NOHTTPS"},
+      {"--no-https", false, later + "; `capsa pull --no-https` first, or set APPTAINER_NOHTTPS"},
       {"--ignore-subuid", false, later},
       {"--ignore-fakeroot-command", false, later},
       {"--ignore-userns", false, later},
   };
   return flags;
 }
+
+const RefusedFlag kRunscriptTimeout{"--runscript-timeout", true, "not in this version of capsa yet"};
 
 runtime::ActionRequest request_from(const std::string& action, const ActionFlags& f,
                                     const std::vector<std::string>& rest) {
@@ -221,11 +224,11 @@ void add_action(CLI::App& app, const std::string& name, const std::string& descr
   cmd->add_flag("--no-nv", flags->no_nv, "Do not bring in the NVIDIA driver (undoes APPTAINER_NV)");
   cmd->add_flag("--no-rocm", flags->no_rocm, "Do not bring in the ROCm driver (capsa never does without --rocm)");
   add_refused_flags(*cmd, refused_action_flags());
+  if (name == "run") add_refused_flags(*cmd, {kRunscriptTimeout});
   if (name == "shell") cmd->add_option("-s,--shell", flags->shell, "Shell to run (also APPTAINER_SHELL)");
   cmd->footer("IMAGE is a SIF file, a sandbox directory, or docker://REF (pulled into the cache first).\n"
               "Everything after IMAGE is passed to the container.");
   cmd->callback([cmd, flags, name] {
-    reject_refused_flags(*cmd, refused_action_flags());
     if (flags->debug) log::set_level(log::Level::debug);  // the engine's debug messages (util/log.hpp)
     runtime::launch(request_from(name, *flags, cmd->remaining()));
   });

@@ -10,6 +10,7 @@
 #include "cli/commands.hpp"
 #include "cli/env_flags.hpp"
 #include "cli/global_flags.hpp"
+#include "cli/refused_flags.hpp"
 #include "runtime/bind_spec.hpp"
 #include "util/error.hpp"
 #include "util/fd.hpp"
@@ -79,6 +80,39 @@ build::BuildOptions options_from(const BuildFlags& f) {
   return o;
 }
 
+// `apptainer build` flags (cmd/internal/cli/build.go) capsa does not carry out (yet).
+const std::vector<RefusedFlag>& refused_build_flags() {
+  static const std::string later = "not in this version of capsa yet";
+  static const std::vector<RefusedFlag> flags = {
+      {"-e,--encrypt", false, "encrypted SIF images are not supported"},
+      {"--passphrase", false, "encrypted SIF images are not supported"},
+      {"--pem-path", true, "encrypted SIF images are not supported"},
+      {"--fix-perms", false, later},
+      {"--mksquashfs-args", true, "capsa packs squashfs itself; use --compression"},
+      {"--json", false, later},
+      {"--arch", true, later},
+      {"--arch-variant", true, later},
+      {"--library", true, "library:// images are " + later},
+      {"--no-cleanup", false, later},
+      {"-u,--update", false, later},
+      {"--docker-host", true, "capsa talks to registries, never to a Docker daemon"},
+      {"--docker-username", true, later + "; set APPTAINER_DOCKER_USERNAME"},
+      {"--docker-password", true, later + "; set APPTAINER_DOCKER_PASSWORD"},
+      {"--docker-login", false, later + "; set APPTAINER_DOCKER_USERNAME and APPTAINER_DOCKER_PASSWORD"},
+      {"--nvccli", false, later + "; use --nv"},
+      {"--rocm", false, later},
+      {"--mount", true, later + "; use -B"},
+      {"--writable-tmpfs", false, later},
+      {"--userns", false, later + "; capsa builds in a user namespace whenever it is not root"},
+      {"--ignore-subuid", false, later},
+      {"--ignore-fakeroot-command", false, later},
+      {"--ignore-userns", false, later},
+      {"--remote", false, "capsa builds on this machine; there is no remote build service"},
+      {"--authfile", true, later + "; capsa reads ~/.docker/config.json"},
+  };
+  return flags;
+}
+
 }  // namespace
 
 void add_build_command(CLI::App& app) {
@@ -106,6 +140,7 @@ void add_build_command(CLI::App& app) {
   cmd->add_option("--tmpdir", flags->tmpdir, "Where the build's temporary tree goes (APPTAINER_TMPDIR, TMPDIR)");
   cmd->add_option("--compression", flags->compression, "Squashfs compression: zstd (default), gzip or xz");
   cmd->add_flag("-q,--quiet", flags->quiet, "No progress output");
+  add_refused_flags(*cmd, refused_build_flags());
   cmd->footer(
       "SOURCE: a definition file, docker://REF, a SIF image or a sandbox directory.\n"
       "Definition files: see docs/build.md. A failing %setup, %post or %test stops the build and writes\n"

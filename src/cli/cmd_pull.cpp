@@ -6,6 +6,7 @@
 #include "cli/commands.hpp"
 #include "cli/env_flags.hpp"
 #include "cli/global_flags.hpp"
+#include "cli/refused_flags.hpp"
 #include "oci/platform.hpp"
 #include "pull/pull.hpp"
 #include "util/error.hpp"
@@ -52,6 +53,25 @@ pull::PullOptions options_from(const PullFlags& f) {
   return options;
 }
 
+// `apptainer pull` flags (cmd/internal/cli/pull.go) capsa does not carry out (yet).
+const std::vector<RefusedFlag>& refused_pull_flags() {
+  static const std::string later = "not in this version of capsa yet";
+  static const std::vector<RefusedFlag> flags = {
+      {"--library", true, "library:// images are " + later},
+      {"--tmpdir", true, later + "; set TMPDIR"},
+      {"--docker-host", true, "capsa talks to registries, never to a Docker daemon"},
+      {"--docker-username", true, later + "; set APPTAINER_DOCKER_USERNAME"},
+      {"--docker-password", true, later + "; set APPTAINER_DOCKER_PASSWORD"},
+      {"--no-cleanup", false, later},
+      {"-U,--allow-unsigned", false, "signed images are " + later},
+      {"--allow-unauthenticated", false, "signed images are " + later},
+      {"--arch-variant", true, later + "; use --platform linux/ARCH/VARIANT"},
+      {"--authfile", true, later + "; capsa reads ~/.docker/config.json"},
+      {"--sandbox", false, later + "; `capsa build --sandbox DIR docker://REF` makes one"},
+  };
+  return flags;
+}
+
 }  // namespace
 
 void add_pull_command(CLI::App& app) {
@@ -70,6 +90,7 @@ void add_pull_command(CLI::App& app) {
                   "Apptainer uses; readable by very old kernels), xz (smallest, slowest)");
   cmd->add_option("--name", flags->name, "Output file name (instead of OUTPUT.sif)");
   cmd->add_option("--dir", flags->dir, "Directory to write the output file in");
+  add_refused_flags(*cmd, refused_pull_flags());
   cmd->footer(
       "Credentials: APPTAINER_DOCKER_USERNAME/_PASSWORD (or SINGULARITY_...), --docker-login, or\n"
       "~/.docker/config.json. For NVIDIA NGC use the username '$oauthtoken' and an API key.\n"

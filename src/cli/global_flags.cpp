@@ -1,5 +1,6 @@
 #include "cli/global_flags.hpp"
 
+#include "cli/refused_flags.hpp"
 #include "util/error.hpp"
 #include "util/log.hpp"
 
@@ -47,6 +48,7 @@ void add_global_flags(CLI::App& app) {
   app.add_flag("-d,--debug", f.debug, "Print debugging information (highest verbosity)");
   app.add_flag("--nocolor", f.nocolor, "Print without colour (capsa never colours its output)");
   app.add_option("-c,--config", f.config, "Configuration file (not supported in this version)");
+  add_refused_flags(app, {{"--build-config", false, "capsa's build needs no configuration of its own"}});
   app.parse_complete_callback([] { apply(flags()); });
 }
 
@@ -56,10 +58,11 @@ std::size_t global_flag_words(const std::vector<std::string>& args) {
   std::size_t i = 0;
   while (i < args.size()) {
     const std::string& arg = args[i];
-    if (arg == "-c" || arg == "--config") {
+    if (arg == "-c" || arg == "--config") {  // and its value
       i += 2;
     } else if (arg.rfind("--config=", 0) == 0 || arg == "-s" || arg == "--silent" || arg == "-q" || arg == "--quiet" ||
-               arg == "-v" || arg == "--verbose" || arg == "-d" || arg == "--debug" || arg == "--nocolor") {
+               arg == "-v" || arg == "--verbose" || arg == "-d" || arg == "--debug" || arg == "--nocolor" ||
+               arg == "--build-config") {
       ++i;
     } else {
       break;

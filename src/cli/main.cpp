@@ -36,16 +36,34 @@ void add_help_command(CLI::App& app) {
   });
 }
 
-// Commands of Singularity/Apptainer that this version does not have yet: say so plainly
-// instead of a parser error, so a job script fails with a message that explains itself.
+// Commands of Apptainer 1.4 (cmd/internal/cli) that this version does not have: say so
+// plainly instead of a parser error, so a job script fails with a message that explains
+// itself. The first group is planned; the second cannot mean anything for capsa.
 bool reject_unimplemented(const capsa::cli::Invocation& inv) {
-  static const std::vector<std::string> planned = {"instance", "sign", "verify"};
-  if (inv.args.empty()) return false;
-  const std::string& command = inv.args.front();
-  if (std::find(planned.begin(), planned.end(), command) == planned.end()) return false;
-  std::fprintf(stderr, "%s: error: '%s' is not implemented in this version of capsa yet; see `%s --help`\n",
-               inv.program_name.c_str(), command.c_str(), inv.program_name.c_str());
-  return true;
+  static const std::vector<std::string> planned = {"instance",  "sign",   "verify",   "push",    "key",
+                                                   "keyserver", "remote", "registry", "overlay", "config",
+                                                   "search",    "delete", "buildcfg"};
+  static const std::vector<std::pair<std::string, std::string>> never = {
+      {"capability", "capsa never gives containers capabilities through a setuid helper"},
+      {"checkpoint", "capsa has no DMTCP checkpointing"},
+      {"oci", "capsa runs OCI images by converting them to SIF; it has no runc-style OCI mode"},
+      {"plugin", "Apptainer's plugins are Go plugins built against Apptainer itself"},
+  };
+  const std::size_t first = capsa::cli::global_flag_words(inv.args);
+  if (first >= inv.args.size()) return false;
+  const std::string& command = inv.args[first];
+  const char* name = inv.program_name.c_str();
+  if (std::find(planned.begin(), planned.end(), command) != planned.end()) {
+    std::fprintf(stderr, "%s: error: '%s' is not implemented in this version of capsa yet; see `%s --help`\n", name,
+                 command.c_str(), name);
+    return true;
+  }
+  for (const auto& [refused, why] : never) {
+    if (command != refused) continue;
+    std::fprintf(stderr, "%s: error: '%s' is not supported (%s)\n", name, command.c_str(), why.c_str());
+    return true;
+  }
+  return false;
 }
 
 }  // namespace

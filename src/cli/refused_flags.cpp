@@ -18,13 +18,11 @@ void add_refused_flags(CLI::App& command, const std::vector<RefusedFlag>& flags)
     CLI::Option* option = flag.takes_value ? command.add_option(flag.names) : command.add_flag(flag.names);
     option->group("");  // hidden
     if (flag.takes_value) option->allow_extra_args(false);
+    // Thrown the moment the flag is parsed, before CLI11 counts the positionals: the
+    // refusal is what the user reads, not a complaint about the arguments after it.
+    const std::string message = long_name(flag.names) + " is not supported (" + flag.why + ")";
+    option->each([message](const std::string&) { throw Error(message); })->trigger_on_parse();
   }
-}
-
-void reject_refused_flags(const CLI::App& command, const std::vector<RefusedFlag>& flags) {
-  for (const RefusedFlag& flag : flags)
-    if (command.get_option(long_name(flag.names))->count() > 0)
-      throw Error(long_name(flag.names) + " is not supported (" + flag.why + ")");
 }
 
 void reject_unknown_flag(const std::string& command, const std::vector<std::string>& rest) {

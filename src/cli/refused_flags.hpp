@@ -14,12 +14,9 @@ struct RefusedFlag {
   std::string why;    // completes "--fakeroot is not supported (...)"
 };
 
-// Registers `flags` on `command`, hidden from --help (they do nothing there).
+// Registers `flags` on `command`, hidden from --help. Parsing one throws capsa::Error
+// "--fakeroot is not supported (why)" before the command runs.
 void add_refused_flags(CLI::App& command, const std::vector<RefusedFlag>& flags);
-
-// Throws capsa::Error for the first refused flag given on `command`:
-// "--fakeroot is not supported (why)".
-void reject_refused_flags(const CLI::App& command, const std::vector<RefusedFlag>& flags);
 
 // Throws capsa::Error "unknown flag --X for exec" when what CLI11 left over starts with
 // a flag: commands that end their flags at IMAGE would take it for the image.

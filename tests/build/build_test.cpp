@@ -330,6 +330,45 @@ TEST_F(Build, SectionRunsOnlyTheNamedSections) {
   EXPECT_NE(failing.err.find("%post failed with exit status 9"), std::string::npos) << failing.err;
 }
 
+TEST_F(Build, BuildFlagsNotestTmpdirDisableCacheAndNohttps) {
+  std::string recipe =
+      def("flags.def", "Bootstrap: docker\nFrom: " + registry("public/busybox:1.0") + "\n%test\n    exit 7\n");
+  std::string own_tmp = work / "own-tmp";
+  std::filesystem::create_directories(own_tmp);
+  // Without APPTAINER_NOHTTPS (which capsa() sets): only --nohttps lets it reach the plain registry.
+  auto build = [&](std::vector<std::string> flags, const std::string& target) {
+    std::vector<std::string> argv = {"env",
+                                     "-u",
+                                     "APPTAINER_NOHTTPS",
+                                     "-u",
+                                     "SINGULARITY_NOHTTPS",
+                                     "CAPSA_CACHEDIR=" + cache,
+                                     "TMPDIR=" + tmp,
+                                     test::capsa_binary(),
+                                     "build"};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    argv.insert(argv.end(), {target, recipe});
+    return run_process(argv, "", 900);
+  };
+  auto tested = build({"--nohttps", "--disable-cache"}, work / "tested.sif");
+  EXPECT_NE(tested.exit_code, 0);
+  EXPECT_NE(tested.err.find("%test"), std::string::npos) << tested.err;
+  EXPECT_FALSE(std::filesystem::exists(work / "tested.sif"));
+  auto https = build({"-T", "--disable-cache"}, work / "https.sif");
+  EXPECT_NE(https.exit_code, 0) << "the plain registry does not speak HTTPS";
+  auto built = build({"-T", "--nohttps", "--disable-cache", "--tmpdir", own_tmp}, work / "flags.sif");
+  ASSERT_EQ(built.exit_code, 0) << built.err;
+  EXPECT_GT(std::filesystem::file_size(work / "flags.sif"), 0u);
+  EXPECT_TRUE(std::filesystem::is_empty(own_tmp)) << "the build tree under --tmpdir is removed";
+  EXPECT_TRUE(!std::filesystem::exists(cache) ||
+              capsa({"cache", "list"}).out.find("There are 0 container file(s)") != std::string::npos)
+      << "--disable-cache keeps nothing";
+  auto missing_tmp = build({"-T", "--nohttps", "--tmpdir", work / "no-such-dir"}, work / "never.sif");
+  EXPECT_NE(missing_tmp.exit_code, 0);
+  EXPECT_NE(missing_tmp.err.find(work / "no-such-dir"), std::string::npos)
+      << "--tmpdir is where the tree goes: " << missing_tmp.err;
+}
+
 // The first Debian mirror this machine's apt names (deb822 or one-line format).
 std::string host_debian_mirror() {
   auto found = run_process({"sh", "-c",

@@ -87,6 +87,17 @@ TEST(NvExec, ApptainerNvActsLikeTheFlag) {
   }
 }
 
+TEST(NvExec, NoNvUndoesNv) {
+  // A site module may set APPTAINER_NV for everyone; --no-nv (or APPTAINER_NO_NV) turns it off.
+  const std::string probe = "ls /.singularity.d/libs 2>/dev/null; cuda-hello 2>/dev/null || echo NOLIB";
+  auto flag = capsa(exec({"--nv", "--no-nv"}, probe));
+  EXPECT_EQ(flag.out, "NOLIB\n") << flag.err;
+  auto environment = capsa(exec({"--no-nv"}, probe), {"APPTAINER_NV=1"});
+  EXPECT_EQ(environment.out, "NOLIB\n") << environment.err;
+  auto variable = capsa(exec({"--nv"}, probe), {"APPTAINER_NO_NV=1"});
+  EXPECT_EQ(variable.out, "NOLIB\n") << variable.err;
+}
+
 TEST(NvExec, DevicesAreThereUnderContain) {
   if (::access(fake_nvidia("dev/nvidia0").c_str(), F_OK) != 0)
     GTEST_SKIP() << "the fixture's device nodes were not made (mknod needs root when fixtures are built)";

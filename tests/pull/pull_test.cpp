@@ -148,6 +148,20 @@ TEST_F(Pull, AnExistingOutputIsKeptUnlessForced) {
   EXPECT_NO_THROW(sif::Image::open(sif));
 }
 
+TEST_F(Pull, NameAndDirChooseTheOutputFile) {
+  // Snakemake pulls with --name HASH.simg; --dir puts the file (default name or --name) elsewhere.
+  auto named = capsa({"pull", "--nohttps", "--name", out("named.simg"), plain("public/busybox:1.0")});
+  EXPECT_EQ(named.exit_code, 0) << named.err;
+  EXPECT_NO_THROW(sif::Image::open(out("named.simg")));
+  std::filesystem::create_directory(out("into"));
+  auto default_name = capsa({"pull", "--nohttps", "--dir", out("into"), plain("public/busybox:1.0")});
+  EXPECT_EQ(default_name.exit_code, 0) << default_name.err;
+  EXPECT_NO_THROW(sif::Image::open(out("into/busybox_1.0.sif")));
+  auto both = capsa({"pull", "--nohttps", "--dir", out("into"), "--name", "b.sif", plain("public/busybox:1.0")});
+  EXPECT_EQ(both.exit_code, 0) << both.err;
+  EXPECT_NO_THROW(sif::Image::open(out("into/b.sif")));
+}
+
 TEST_F(Pull, ASecondPullOfTheSameTagComesFromTheCache) {
   ASSERT_EQ(capsa({"pull", "--nohttps", out("a.sif"), plain("public/busybox:latest")}).exit_code, 0);
   auto again = capsa({"pull", "--nohttps", out("b.sif"), plain("public/busybox:latest")});

@@ -175,12 +175,33 @@ TEST(Flags, HomeSourceAndDestination) {
 TEST(Flags, PwdSetsTheStartingDirectory) {
   auto result = capsa({"exec", "--pwd", "/etc", busybox_sif(), "pwd"});
   EXPECT_EQ(result.out, "/etc\n") << result.err;
+  auto cwd = capsa({"exec", "--cwd", "/usr", busybox_sif(), "pwd"});  // Apptainer's name for it since 1.1
+  EXPECT_EQ(cwd.out, "/usr\n") << cwd.err;
   auto from_env = capsa({"exec", busybox_sif(), "pwd"}, {"APPTAINER_PWD=/bin"});
   EXPECT_EQ(from_env.out, "/bin\n") << from_env.err;
   auto missing = capsa({"exec", "--pwd", "/no/such/dir", busybox_sif(), "pwd"});
   EXPECT_NE(missing.exit_code, 0);
   EXPECT_EQ(missing.out, "");
   EXPECT_NE(missing.err.find("/no/such/dir"), std::string::npos) << missing.err;
+}
+
+TEST(Flags, ShellFlagChoosesTheShell) {
+  // The program given runs with the arguments after IMAGE, and sees itself in APPTAINER_SHELL.
+  auto echo = capsa({"shell", "--shell", "/bin/echo", busybox_sif(), "hello", "there"});
+  EXPECT_EQ(echo.exit_code, 0) << echo.err;
+  EXPECT_EQ(echo.out, "hello there\n");
+  auto sh = capsa({"shell", "-s", "/bin/sh", busybox_sif()}, {}, "echo in $APPTAINER_SHELL\n");
+  EXPECT_EQ(sh.out, "in /bin/sh\n") << sh.err;
+  auto from_env = capsa({"shell", busybox_sif(), "from-env"}, {"APPTAINER_SHELL=/bin/echo"});
+  EXPECT_EQ(from_env.out, "from-env\n") << from_env.err;
+}
+
+TEST(Flags, NoRocmIsAcceptedAndChangesNothing) {
+  // capsa brings in no ROCm driver unless asked (--rocm is not supported yet), so the
+  // flag Apptainer uses to undo a site's APPTAINER_ROCM has nothing to undo.
+  auto result = capsa({"exec", "--no-rocm", busybox_sif(), "sh", "-c", "ls /.singularity.d/libs 2>/dev/null | wc -l"});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.out, "0\n");
 }
 
 TEST(Flags, WorkdirBacksTmpVarTmpAndHomeUnderContain) {
