@@ -1,6 +1,7 @@
 #!/bin/sh
 # Builds capsa. Re-running only rebuilds what changed.
-#   build.sh        capsa and capsa-full, Release, into build/release: what installing and
+#   build.sh        capsa and capsa-full, Release, into build/release, with the shell
+#                   completion and man pages generated from them: what installing and
 #                   running need, nothing more (setup.sh)
 #   build.sh all    every test suite with capsa and capsa-full (RelWithDebInfo, so a failing
 #                   test has a useful backtrace) into build/, and the libFuzzer targets into
@@ -23,7 +24,7 @@ fi
 if [ "$what" = run ]; then
   # shellcheck disable=SC2086
   cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release -DCAPSA_BUILD_TESTS=OFF $launcher >/dev/null
-  cmake --build build/release -j "$jobs" --target capsa capsa-full
+  cmake --build build/release -j "$jobs" --target capsa capsa-full capsa-completion-and-man
   exit 0
 fi
 # shellcheck disable=SC2086

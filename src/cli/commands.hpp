@@ -16,6 +16,9 @@ void add_cache_command(CLI::App& app);
 void add_action_commands(CLI::App& app, std::string_view only = {});
 void add_pull_command(CLI::App& app);
 void add_build_command(CLI::App& app);
+// `completion bash|zsh` and the hidden `man-pages DIR`: generated from `app` itself.
+void add_completion_command(CLI::App& app);
+void add_man_pages_command(CLI::App& app);
 
 // The SIF to run for `exec docker://REF` and the like: docker_image.cpp pulls it into
 // the cache (capsa-full); docker_image_forward.cpp hands the whole command to capsa-full

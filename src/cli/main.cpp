@@ -89,6 +89,8 @@ int main(int argc, char** argv) {
   capsa::cli::add_pull_command(app);
   capsa::cli::add_build_command(app);
   add_help_command(app);
+  capsa::cli::add_completion_command(app);
+  capsa::cli::add_man_pages_command(app);
 
   if (reject_unimplemented(inv)) return 1;
   return capsa::cli::run_app(app, inv);

@@ -73,5 +73,56 @@ TEST(RelocatedInstall, AMovedPrefixPullsAndRuns) {
   EXPECT_EQ(nv.exit_code, 0) << nv.out << nv.err;
 }
 
+TEST(RelocatedInstall, CompletionAndManPagesAreInstalledAndWork) {
+  ASSERT_FALSE(build_dir().empty()) << "CAPSA_BUILD_DIR is not set; run through ctest";
+  test::TempDir work;
+  auto installed = run_process({"cmake", "--install", build_dir(), "--prefix", work / "prefix"}, "", 300);
+  ASSERT_EQ(installed.exit_code, 0) << installed.out << installed.err;
+
+  // bash-completion finds a command's completion by the command's name.
+  const std::string completions = work / "prefix/share/bash-completion/completions";
+  for (const char* name : {"capsa", "singularity", "apptainer"})
+    EXPECT_TRUE(fs::exists(completions + "/" + name)) << name;
+  auto complete = [&](const std::string& words, int current) {
+    return run_process({"bash", "-c",
+                        "source '" + completions + "/singularity' && COMP_WORDS=(" + words +
+                            ") && COMP_CWORD=" + std::to_string(current) + " && _capsa && echo \"${COMPREPLY[*]}\""});
+  };
+  EXPECT_EQ(complete("singularity ex", 1).out, "exec\n");
+  EXPECT_EQ(complete("singularity sif ad", 2).out, "add\n");
+  EXPECT_EQ(complete("singularity -s exec -B /data --hostn", 5).out, "--hostname\n")
+      << "flags and their values skipped";
+  EXPECT_EQ(complete("apptainer pull --na", 2).out, "--name\n");
+
+  // zsh: the same tables behind compadd (a stub here that prints what it is given).
+  if (test::have_program("zsh")) {
+    auto zsh = run_process({"zsh", "-c",
+                            "compadd() { shift; print -r -- \"$*\"; }; _files() { print files; }; "
+                            "words=(singularity ex); CURRENT=2; PREFIX=ex; source '" +
+                                (work / "prefix/share/zsh/site-functions/_capsa") + "'"});
+    EXPECT_EQ(zsh.exit_code, 0) << zsh.err;
+    EXPECT_NE(zsh.out.find("exec"), std::string::npos) << zsh.out << zsh.err;
+  } else {
+    ADD_FAILURE() << "zsh is missing: scripts/install-deps.sh test installs it";
+  }
+
+  // Every page renders without a warning from groff; capsa(1) and capsa-exec(1) are among them.
+  const std::string man1 = work / "prefix/share/man/man1";
+  int pages = 0;
+  for (const auto& entry : fs::directory_iterator(man1)) {
+    ++pages;
+    auto rendered = run_process({"env", "MANWIDTH=80", "man", "--warnings", "-P", "cat", "-l", entry.path().string()});
+    EXPECT_EQ(rendered.exit_code, 0) << entry.path() << ": " << rendered.err;
+    EXPECT_EQ(rendered.err, "") << entry.path();
+    EXPECT_NE(rendered.out.find("NAME"), std::string::npos) << entry.path();
+  }
+  EXPECT_TRUE(fs::exists(man1 + "/capsa.1"));
+  EXPECT_TRUE(fs::exists(man1 + "/capsa-exec.1"));
+  EXPECT_TRUE(fs::exists(man1 + "/capsa-sif-add.1"));
+  EXPECT_GT(pages, 20);
+  auto exec_page = run_process({"env", "MANWIDTH=80", "man", "-P", "cat", "-l", man1 + "/capsa-exec.1"});
+  EXPECT_NE(exec_page.out.find("--hostname"), std::string::npos) << "the page lists what --help lists";
+}
+
 }  // namespace
 }  // namespace capsa::cli
