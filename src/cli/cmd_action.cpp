@@ -9,6 +9,7 @@
 #include "cli/env_flags.hpp"
 #include "cli/global_flags.hpp"
 #include "cli/refused_flags.hpp"
+#include "cli/registry_flags.hpp"
 #include "image/metadata.hpp"
 #include "runtime/bind_spec.hpp"
 #include "runtime/launch.hpp"
@@ -54,6 +55,7 @@ struct ActionFlags {
   bool compat = false;
   bool no_nv = false;
   bool no_rocm = false;
+  RegistryFlags registry;  // for a docker:// IMAGE
 };
 
 // Apptainer 1.4's action flags that capsa does not carry out (yet), each with the reason
@@ -98,13 +100,7 @@ const std::vector<RefusedFlag>& refused_action_flags() {
       {"--dmtcp-restart", true, "capsa has no DMTCP checkpointing"},
       {"--passphrase", false, "encrypted SIF images are not supported"},
       {"--pem-path", true, "encrypted SIF images are not supported"},
-      {"--docker-login", false, later + "; use `capsa pull --docker-login` first, then run the SIF"},
-      {"--docker-username", true, later + "; use APPTAINER_DOCKER_USERNAME or `capsa pull` first"},
-      {"--docker-password", true, later + "; use APPTAINER_DOCKER_PASSWORD or `capsa pull` first"},
       {"--docker-host", true, "capsa talks to registries, never to a Docker daemon"},
-      {"--authfile", true, later + "; capsa reads ~/.docker/config.json"},
-      {"--nohttps", false, later + "; `capsa pull --nohttps` first, or set APPTAINER_NOHTTPS"},
-      {"--no-https", false, later + "; `capsa pull --no-https` first, or set APPTAINER_NOHTTPS"},
       {"--ignore-subuid", false, later},
       {"--ignore-fakeroot-command", false, later},
       {"--ignore-userns", false, later},
@@ -123,7 +119,8 @@ runtime::ActionRequest request_from(const std::string& action, const ActionFlags
   r.image = rest[0];
   r.args.assign(rest.begin() + 1, rest.end());
   if (action == "exec" && r.args.empty()) throw Error("exec needs a command to run in " + r.image);
-  if (r.image.rfind("docker://", 0) == 0) r.image = image_for_docker_reference(r.image, f.quiet || quiet_output());
+  if (r.image.rfind("docker://", 0) == 0)
+    r.image = image_for_docker_reference(r.image, f.registry, f.quiet || quiet_output());
   // -B wins in order after the environment's binds, as Apptainer merges them.
   r.binds = runtime::binds_from_environment(std::map<std::string, std::string>{
       {"APPTAINER_BIND", env_value("BIND").value_or("")}, {"APPTAINER_BINDPATH", env_value("BINDPATH").value_or("")}});
@@ -223,6 +220,7 @@ void add_action(CLI::App& app, const std::string& name, const std::string& descr
                 "OCI/Docker-like: --containall --no-init --no-umask --no-eval --writable-tmpfs");
   cmd->add_flag("--no-nv", flags->no_nv, "Do not bring in the NVIDIA driver (undoes APPTAINER_NV)");
   cmd->add_flag("--no-rocm", flags->no_rocm, "Do not bring in the ROCm driver (capsa never does without --rocm)");
+  add_registry_flags(*cmd, flags->registry);
   add_refused_flags(*cmd, refused_action_flags());
   if (name == "run") add_refused_flags(*cmd, {kRunscriptTimeout});
   if (name == "shell") cmd->add_option("-s,--shell", flags->shell, "Shell to run (also APPTAINER_SHELL)");

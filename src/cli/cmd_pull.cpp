@@ -7,6 +7,7 @@
 #include "cli/env_flags.hpp"
 #include "cli/global_flags.hpp"
 #include "cli/refused_flags.hpp"
+#include "cli/registry_options.hpp"
 #include "oci/platform.hpp"
 #include "pull/pull.hpp"
 #include "util/error.hpp"
@@ -19,8 +20,7 @@ struct PullFlags {
   std::vector<std::string> positionals;
   bool force = false;
   bool disable_cache = false;
-  bool docker_login = false;
-  bool nohttps = false;
+  RegistryFlags registry;
   bool quiet = false;
   std::string arch;
   std::string platform;
@@ -45,8 +45,7 @@ pull::PullOptions options_from(const PullFlags& f) {
   if (!f.dir.empty()) options.output_dir = f.dir;
   options.force = f.force || env_flag("FORCE");
   options.disable_cache = f.disable_cache || env_flag("DISABLE_CACHE");
-  options.docker_login = f.docker_login || env_flag("DOCKER_LOGIN");
-  options.nohttps = f.nohttps;
+  apply_registry_flags(f.registry, options);
   if (!f.platform.empty()) options.platform = oci::parse_platform(f.platform);
   else if (!f.arch.empty()) options.platform = oci::platform_from_arch(f.arch);
   options.compressor = convert::compressor_named(f.compression);
@@ -60,13 +59,10 @@ const std::vector<RefusedFlag>& refused_pull_flags() {
       {"--library", true, "library:// images are " + later},
       {"--tmpdir", true, later + "; set TMPDIR"},
       {"--docker-host", true, "capsa talks to registries, never to a Docker daemon"},
-      {"--docker-username", true, later + "; set APPTAINER_DOCKER_USERNAME"},
-      {"--docker-password", true, later + "; set APPTAINER_DOCKER_PASSWORD"},
       {"--no-cleanup", false, later},
       {"-U,--allow-unsigned", false, "signed images are " + later},
       {"--allow-unauthenticated", false, "signed images are " + later},
       {"--arch-variant", true, later + "; use --platform linux/ARCH/VARIANT"},
-      {"--authfile", true, later + "; capsa reads ~/.docker/config.json"},
       {"--sandbox", false, later + "; `capsa build --sandbox DIR docker://REF` makes one"},
   };
   return flags;
@@ -80,10 +76,9 @@ void add_pull_command(CLI::App& app) {
   cmd->add_option("args", flags->positionals, "[OUTPUT.sif] docker://REF")->required()->expected(1, 2);
   cmd->add_flag("-F,--force", flags->force, "Overwrite an existing output file");
   cmd->add_flag("--disable-cache", flags->disable_cache, "Do not use or fill the cache (APPTAINER_DISABLE_CACHE)");
-  cmd->add_flag("--docker-login", flags->docker_login, "Ask for registry credentials on the terminal");
+  add_registry_flags(*cmd, flags->registry);
   cmd->add_option("--arch", flags->arch, "Architecture to pull (amd64, arm64, ppc64le, ...); default: this machine's");
   cmd->add_option("--platform", flags->platform, "Platform to pull, OS/ARCH[/VARIANT], e.g. linux/arm64/v8");
-  cmd->add_flag("--nohttps,--no-https", flags->nohttps, "Talk plain HTTP to the registry (APPTAINER_NOHTTPS)");
   cmd->add_flag("-q,--quiet", flags->quiet, "No progress output");
   cmd->add_option("--compression", flags->compression,
                   "Squashfs compression: zstd (default: fast to decompress, kernels >= 4.14), gzip (what "

@@ -3,6 +3,8 @@
 // Each file cmd_<name>.cpp registers one top-level command on the CLI11 app.
 #include <CLI/CLI.hpp>
 
+#include "cli/registry_flags.hpp"
+
 namespace capsa::cli {
 
 void add_sif_command(CLI::App& app);
@@ -23,7 +25,7 @@ void add_man_pages_command(CLI::App& app);
 // The SIF to run for `exec docker://REF` and the like: docker_image.cpp pulls it into
 // the cache (capsa-full); docker_image_forward.cpp hands the whole command to capsa-full
 // (the lean runner, which has no registry code).
-std::string image_for_docker_reference(const std::string& reference, bool quiet);
+std::string image_for_docker_reference(const std::string& reference, const RegistryFlags& registry, bool quiet);
 
 // Current time in Unix seconds, or SOURCE_DATE_EPOCH when set (reproducible images).
 std::int64_t now_for_images();

@@ -2,16 +2,16 @@
 // Apptainer does; the cached SIF is run.
 #include "cache/cache.hpp"
 #include "cli/commands.hpp"
-#include "cli/env_flags.hpp"
+#include "cli/registry_options.hpp"
 #include "pull/pull.hpp"
 #include "util/progress.hpp"
 
 namespace capsa::cli {
 
-std::string image_for_docker_reference(const std::string& reference, bool quiet) {
+std::string image_for_docker_reference(const std::string& reference, const RegistryFlags& registry, bool quiet) {
   pull::PullOptions pull_options;
   pull_options.reference = reference;
-  pull_options.nohttps = env_flag("NOHTTPS");
+  apply_registry_flags(registry, pull_options);
   std::string sif = pull::cached_sif_in_subprocess(pull_options, Progress::detect_mode(quiet, 2));
   // The container holds the entry in use (a descriptor it inherits), so that a
   // `cache clean` meanwhile keeps the image it runs from.

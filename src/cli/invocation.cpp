@@ -22,4 +22,17 @@ Invocation resolve_invocation(int argc, char** argv) {
   return inv;
 }
 
+void hide_secret_arguments(int argc, char** argv) {
+  constexpr std::string_view flag = "--docker-password";
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    char* value = nullptr;
+    if (arg == flag && i + 1 < argc)
+      value = argv[i + 1];
+    else if (arg.size() > flag.size() && arg.substr(0, flag.size() + 1) == std::string(flag) + "=")
+      value = argv[i] + flag.size() + 1;
+    for (; value != nullptr && *value != '\0'; ++value) *value = '*';
+  }
+}
+
 }  // namespace capsa::cli

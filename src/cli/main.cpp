@@ -72,6 +72,7 @@ int main(int argc, char** argv) {
   // Before anything forks: a child forked without exec shows the environment block.
   capsa::hide_inherited_values(capsa::registry::kSecretEnvironmentVariables);
   capsa::cli::Invocation inv = capsa::cli::resolve_invocation(argc, argv);
+  capsa::cli::hide_secret_arguments(argc, argv);
   CLI::App app{"capsa: run Singularity/Apptainer (SIF) and OCI containers on HPC clusters, unprivileged.",
                inv.program_name};
   app.require_subcommand(1);

@@ -79,9 +79,14 @@ std::unique_ptr<Session> open_session(const PullOptions& options, Progress& prog
   client_options.insecure_http = client_options.insecure_http || options.nohttps;
   client_options.log = [s = session.get()](std::string_view line) { s->progress->note(std::string(line)); };
   std::string host = session->ref.api_host();
-  std::optional<registry::Credentials> credentials =
-      options.docker_login ? std::optional(registry::prompt_for_credentials_on_tty(session->ref.registry))
-                           : registry::find_credentials(host);
+  std::optional<registry::Credentials> credentials;
+  if (options.docker_login)
+    credentials = registry::prompt_for_credentials_on_tty(session->ref.registry);
+  else if (options.credentials)
+    credentials = options.credentials;
+  else if (options.authfile)
+    credentials = registry::credentials_from_docker_config(*options.authfile, host);
+  if (!credentials) credentials = registry::find_credentials(host);
   session->client = std::make_unique<registry::RegistryClient>(host, client_options, credentials);
 
   if (options.disable_cache) {

@@ -9,6 +9,7 @@
 
 #include "convert/convert.hpp"
 #include "oci/platform.hpp"
+#include "registry/credentials.hpp"
 #include "util/progress.hpp"
 
 namespace capsa::pull {
@@ -20,6 +21,8 @@ struct PullOptions {
   bool force = false;                       // overwrite an existing output
   bool disable_cache = false;               // keep nothing: a private cache, removed at the end
   bool docker_login = false;                // prompt for credentials on the terminal
+  std::optional<registry::Credentials> credentials;  // --docker-username/--docker-password: these, nothing else
+  std::optional<std::string> authfile;               // --authfile: a config.json searched before the usual ones
   bool nohttps = false;                     // plain HTTP to the registry
   std::optional<oci::Platform> platform;    // --platform / --arch; the host's otherwise
   convert::Compressor compressor = convert::Compressor::Zstd;

@@ -201,6 +201,38 @@ TEST_F(Pull, NgcStyleCredentialsOpenAPrivateRepository) {
   EXPECT_EQ(anonymous_private.exit_code, 1);
 }
 
+TEST_F(Pull, CredentialFlagsAndAuthfile) {
+  const auto& reg = test::test_registry();
+  const std::string wrong_env = "APPTAINER_DOCKER_PASSWORD=not-the-key";
+  // The flags win over the environment, as Apptainer's do.
+  auto flags = capsa({"pull", "--docker-username", "$oauthtoken", "--docker-password", reg.api_key, out("flags.sif"),
+                      token("private/busybox:1.0")},
+                     {"APPTAINER_DOCKER_USERNAME=$oauthtoken", wrong_env});
+  EXPECT_EQ(flags.exit_code, 0) << flags.err;
+  auto half = capsa({"pull", "--docker-username", "$oauthtoken", out("half.sif"), token("private/busybox:1.0")});
+  EXPECT_EQ(half.exit_code, 1);
+  EXPECT_EQ(half.err, "capsa: error: --docker-username and --docker-password go together; give both, or neither\n");
+
+  // --authfile: a Docker config.json of the user's choosing.
+  std::string auth = run_process({"sh", "-c", "printf %s \"$0\" | base64 -w0", "$oauthtoken:" + reg.api_key}).out;
+  std::string authfile = work.write("auth.json", "{\"auths\": {\"" + reg.token + "\": {\"auth\": \"" + auth + "\"}}}");
+  auto from_file = capsa({"pull", "--authfile", authfile, out("authfile.sif"), token("private/busybox:1.0")});
+  EXPECT_EQ(from_file.exit_code, 0) << from_file.err;
+  auto missing = capsa({"pull", "--authfile", work / "none.json", out("none.sif"), token("private/busybox:1.0")});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.err.find("--authfile " + (work / "none.json")), std::string::npos) << missing.err;
+  EXPECT_FALSE(std::filesystem::exists(out("none.sif")));
+
+  // exec docker:// takes the same flags for the pull it does first, and --nohttps.
+  auto exec = capsa({"exec", "--docker-username", "$oauthtoken", "--docker-password", reg.api_key,
+                     token("private/busybox:1.0"), "echo", "private ran"});
+  EXPECT_EQ(exec.exit_code, 0) << exec.err;
+  EXPECT_EQ(exec.out, "private ran\n");
+  EXPECT_EQ(exec.err.find(reg.api_key), std::string::npos);
+  auto plain_http = capsa({"exec", "--nohttps", plain("public/busybox:1.0"), "echo", "plain ran"});
+  EXPECT_EQ(plain_http.out, "plain ran\n") << plain_http.err;
+}
+
 TEST_F(Pull, BasicAuthRegistry) {
   const auto& reg = test::test_registry();
   auto ok = capsa({"pull", out("basic.sif"), "docker://" + reg.basic + "/public/busybox:1.0"},
