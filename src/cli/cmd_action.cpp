@@ -56,7 +56,22 @@ struct ActionFlags {
   bool no_nv = false;
   bool no_rocm = false;
   RegistryFlags registry;  // for a docker:// IMAGE
+  std::vector<std::string> scratch;
+  std::vector<std::string> containlibs;
+  std::string netns_path;
 };
+
+// A repeatable flag whose values may be comma lists, else the first of `keys` set in the
+// environment (APPTAINER_KEY or SINGULARITY_KEY), split the same way.
+std::vector<std::string> list_flag(const std::vector<std::string>& values, std::initializer_list<const char*> keys) {
+  std::vector<std::string> out;
+  for (const std::string& value : values)
+    for (std::string& item : split_list(value)) out.push_back(std::move(item));
+  if (!values.empty()) return out;
+  for (const char* key : keys)
+    if (auto value = env_value(key)) return split_list(*value);
+  return out;
+}
 
 // Apptainer 1.4's action flags that capsa does not carry out (yet), each with the reason
 // a user reads; cmd/internal/cli/action_flags.go defines them. tests/cli/apptainer-1.4-flags.tsv
@@ -66,11 +81,9 @@ const std::vector<RefusedFlag>& refused_action_flags() {
   static const std::vector<RefusedFlag> flags = {
       {"--app", true, later + "; SCIF apps run with `exec IMAGE /scif/apps/NAME/...`"},
       {"-o,--overlay", true, later},
-      {"-S,--scratch", true, later + "; use -B with a host directory"},
       {"-f,--fakeroot", false, later + "; `capsa build --fakeroot` builds as root-in-the-container"},
       {"--rocm", false, later},
       {"--fusemount", true, later},
-      {"--containlibs", true, later},
       {"--tmpdir", true, later},
       {"--unsquash", false, later},
       {"--disable-cache", false, later},
@@ -94,7 +107,6 @@ const std::vector<RefusedFlag>& refused_action_flags() {
       {"--pids-limit", true, later},
       {"--underlay", false, "capsa never needs underlay: bind targets missing in the image are made in a tmpfs"},
       {"--sharens", false, later},
-      {"--netns-path", true, later},
       {"--network-args", true, "capsa sets up no CNI networks; only --network none"},
       {"--dmtcp-launch", true, "capsa has no DMTCP checkpointing"},
       {"--dmtcp-restart", true, "capsa has no DMTCP checkpointing"},
@@ -171,6 +183,15 @@ runtime::ActionRequest request_from(const std::string& action, const ActionFlags
   r.namespaces.init = !(f.no_init || env_flag("NOSHIMINIT") || compat);
   r.no_umask = f.no_umask || env_flag("NO_UMASK") || compat;
   r.no_eval = f.no_eval || env_flag("NO_EVAL") || compat;
+  r.scratch = list_flag(f.scratch, {"SCRATCH", "SCRATCHDIR"});
+  r.libraries = list_flag(f.containlibs, {"CONTAINLIBS"});
+  r.namespaces.netns_path = !f.netns_path.empty() ? f.netns_path : env_value("NETNS_PATH").value_or("");
+  if (!r.namespaces.netns_path.empty() && r.namespaces.net) {
+    // Apptainer's words and choice: the existing namespace wins.
+    log::warning("cannot join existing --netns-path and create a new network namespace with --net/-n");
+    r.namespaces.net = false;
+    r.networks.clear();
+  }
   return r;
 }
 
@@ -218,6 +239,12 @@ void add_action(CLI::App& app, const std::string& name, const std::string& descr
   cmd->add_flag("--no-eval", flags->no_eval, "Take --env/APPTAINERENV_ values literally, without shell evaluation");
   cmd->add_flag("--compat", flags->compat,
                 "OCI/Docker-like: --containall --no-init --no-umask --no-eval --writable-tmpfs");
+  cmd->add_option("-S,--scratch", flags->scratch,
+                  "A fresh directory at this absolute path (comma lists): a tmpfs, or WORKDIR/scratch/PATH with -W")
+      ->allow_extra_args(false);
+  cmd->add_option("--containlibs", flags->containlibs, "Host libraries to bind into /.singularity.d/libs (comma lists)")
+      ->allow_extra_args(false);
+  cmd->add_option("--netns-path", flags->netns_path, "Join this network namespace (root only), e.g. /run/netns/NAME");
   cmd->add_flag("--no-nv", flags->no_nv, "Do not bring in the NVIDIA driver (undoes APPTAINER_NV)");
   cmd->add_flag("--no-rocm", flags->no_rocm, "Do not bring in the ROCm driver (capsa never does without --rocm)");
   add_registry_flags(*cmd, flags->registry);

@@ -169,7 +169,8 @@ void execute(const std::string& program, const std::vector<std::string>& argv_st
 
 [[noreturn]] void exec_in_container(const ActionRequest& r, const ComposedEnvironment& env,
                                     const image::ImageFiles& environment_files) {
-  const ActionScriptInput script_input{r.action, &env.process, &env.injected, r.nv || r.nvccli, !r.no_eval};
+  const bool bound_libraries = r.nv || r.nvccli || !r.libraries.empty();
+  const ActionScriptInput script_input{r.action, &env.process, &env.injected, bound_libraries, !r.no_eval};
   if (::access("/bin/sh", X_OK) != 0) exec_without_shell(r, script_input, environment_files);
   if (r.action == "exec") {
     std::string why;
@@ -203,6 +204,39 @@ std::string prepare_workdir(const std::string& workdir, bool contain, bool home)
   make("var_tmp", 01777);
   if (home) make("home", 0700);
   return dir;
+}
+
+// -S/--scratch paths, checked (absolute, not the root) and normalised; with --workdir
+// their backing directories WORKDIR/scratch/PATH are made (0750, as Apptainer's).
+std::vector<std::string> scratch_directories(const std::vector<std::string>& paths, const std::string& workdir) {
+  std::vector<std::string> out;
+  for (const std::string& path : paths) {
+    std::string normal = std::filesystem::path(path).lexically_normal().string();
+    if (normal.size() > 1 && normal.back() == '/') normal.pop_back();
+    if (normal.empty() || normal[0] != '/' || normal == "/")
+      throw Error("--scratch " + path + ": give an absolute path inside the container, such as /scratch");
+    if (!workdir.empty()) {
+      const std::string backing = workdir + "/scratch" + normal;
+      std::error_code error;
+      std::filesystem::create_directories(backing, error);
+      if (error || ::chmod(backing.c_str(), 0750) != 0)
+        throw Error("--scratch: cannot make " + backing + (error ? ": " + error.message() : ""));
+    }
+    out.push_back(normal);
+  }
+  return out;
+}
+
+// --containlibs: each must be a file on the host (a library, usually).
+std::vector<std::string> contained_libraries(const std::vector<std::string>& paths) {
+  std::vector<std::string> out;
+  for (const std::string& path : paths) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) throw_errno("--containlibs " + path);
+    if (!S_ISREG(st.st_mode)) throw Error("--containlibs " + path + ": not a file");
+    out.push_back(std::filesystem::absolute(path).lexically_normal().string());  // its own name, not its target's
+  }
+  return out;
 }
 
 // Under an MPI launcher, the image's MPI must speak the launcher's PMI: warn with a hint
@@ -268,6 +302,12 @@ void launch(const ActionRequest& r) {
   }
   if (r.writable && !sandbox) refuse_writable_sif(sif->image);
   // Bad namespace options fail here, before anything is mounted.
+  PrivateNamespaces namespaces = r.namespaces;
+  UniqueFd netns;
+  if (!namespaces.netns_path.empty()) {
+    netns = open_netns_path(namespaces.netns_path, privileged);
+    namespaces.netns_fd = netns.get();
+  }
   if (r.namespaces.net) check_networks(r.networks);
   if (!r.namespaces.hostname.empty()) check_hostname(r.namespaces.hostname);
   const std::string resolv_conf = r.dns.empty() ? "" : resolv_conf_for(r.dns);
@@ -290,6 +330,8 @@ void launch(const ActionRequest& r) {
   mounts.no_mount = parse_no_mount(r.no_mount, &unknown_no_mount);
   mounts.generated_resolv_conf = !resolv_conf.empty();
   mounts.generated_hostname = !r.namespaces.hostname.empty();
+  mounts.scratch = scratch_directories(r.scratch, mounts.workdir);
+  mounts.libraries = contained_libraries(r.libraries);
   for (const auto& name : unknown_no_mount) log::warning("Ignoring unknown mount type '" + name + "'");
   std::vector<MountStep> plan = plan_mounts(mounts);
   const EnvMap host_environment = current_environment();
@@ -371,7 +413,7 @@ void launch(const ActionRequest& r) {
   if (sif) await_image(driver, sif->location, image_root);
   if (driver != MountDriver::KernelLoop) list_once(image_root);
   build_root_and_enter({session_point, writable_tmpfs, privileged, r.writable}, plan, files, before_enter);
-  if (r.namespaces.any()) enter_private_namespaces(r.namespaces);
+  if (namespaces.any()) enter_private_namespaces(namespaces);
   if (r.no_umask) ::umask(022);
 
   enter_working_directory(r.pwd.empty() ? mounts.cwd : r.pwd, !r.pwd.empty(), mounts.home_destination);

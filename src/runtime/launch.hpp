@@ -29,6 +29,8 @@ struct ActionRequest {
   std::vector<std::string> dns;       // --dns: the container's resolv.conf names these servers
   bool no_umask = false;              // --no-umask: 0022 inside instead of the caller's umask
   bool no_eval = false;               // --no-eval: injected variables are taken literally
+  std::vector<std::string> scratch;   // -S/--scratch: absolute paths that get a fresh directory each
+  std::vector<std::string> libraries;  // --containlibs: host libraries bound into /.singularity.d/libs
   bool userns = false;             // -u/--userns: a user namespace even for root
   bool cleanenv = false;
   bool no_home = false;

@@ -135,6 +135,23 @@ std::vector<MountStep> plan_mounts(const MountRequest& r) {
 
   for (const char* file : {"/etc/passwd", "/etc/group"}) add(session_file(file));
 
+  // -S/--scratch, as Apptainer: WORKDIR/scratch/PATH (made by the caller, kept) with
+  // --workdir, else a directory of the session's, here a tmpfs of its own.
+  for (const std::string& dir : r.scratch) {
+    if (!r.workdir.empty()) {
+      add(user_bind(r.workdir + "/scratch" + dir, dir));
+    } else {
+      MountStep step{MountStep::Kind::Tmpfs, "", dir};
+      step.user_requested = true;
+      add(step);
+    }
+  }
+  for (const std::string& library : r.libraries) {
+    MountStep step = bind(library, "/.singularity.d/libs/" + library.substr(library.rfind('/') + 1), true);
+    step.directory = false;
+    add(step);
+  }
+
   // User binds come after the system ones, as in Apptainer, so that a bind below /tmp,
   // /var/tmp or onto /etc/passwd is not hidden by them; shallower destinations first (a stable sort on
   // depth, then length, Apptainer's order), so that -B /a/b and -B /a work either way.

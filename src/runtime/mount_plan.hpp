@@ -53,6 +53,8 @@ struct MountRequest {
   NoMount no_mount;              // --no-mount
   bool generated_resolv_conf = false;  // --dns: /etc/resolv.conf is capsa's, not the host's
   bool generated_hostname = false;     // --hostname: /etc/hostname names it
+  std::vector<std::string> scratch;    // -S/--scratch: absolute paths that get a fresh directory each
+  std::vector<std::string> libraries;  // --containlibs: host files bound into /.singularity.d/libs
 };
 
 std::vector<MountStep> plan_mounts(const MountRequest& request);

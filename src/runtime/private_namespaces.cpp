@@ -1,6 +1,7 @@
 #include "runtime/private_namespaces.hpp"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <net/if.h>
 #include <sched.h>
 #include <sys/ioctl.h>
@@ -55,7 +56,17 @@ std::string resolv_conf_for(const std::vector<std::string>& dns) {
   return content;
 }
 
+UniqueFd open_netns_path(const std::string& path, bool privileged) {
+  if (!privileged)
+    throw Error("--netns-path " + path + " needs root: capsa cannot join a network namespace from its user namespace");
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) throw_errno("--netns-path " + path);
+  return fd;
+}
+
 void enter_private_namespaces(const PrivateNamespaces& request) {
+  if (request.netns_fd >= 0 && ::setns(request.netns_fd, CLONE_NEWNET) != 0)
+    throw_errno("joining the network namespace " + request.netns_path);
   int flags = 0;
   if (request.ipc) flags |= CLONE_NEWIPC;
   if (request.uts) flags |= CLONE_NEWUTS;

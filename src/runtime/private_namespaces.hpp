@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "util/fd.hpp"
+
 namespace capsa::runtime {
 
 struct PrivateNamespaces {
@@ -15,8 +17,10 @@ struct PrivateNamespaces {
   bool net = false;
   bool init = true;      // with pid: a shim init as PID 1 (--no-init: the command is PID 1)
   std::string hostname;  // with uts: the container's host name ("" keeps the host's)
+  std::string netns_path;  // --netns-path: join this network namespace (root only) instead
+  int netns_fd = -1;       // netns_path opened on the host (open_netns_path): the container cannot see it
 
-  bool any() const { return pid || ipc || uts || net; }
+  bool any() const { return pid || ipc || uts || net || netns_fd >= 0; }
 };
 
 // The network types `--network` may name. Only "none" (a private namespace with its own
@@ -32,10 +36,16 @@ void check_hostname(const std::string& hostname);
 // list. Throws Error naming an address that is not an IPv4 or IPv6 address.
 std::string resolv_conf_for(const std::vector<std::string>& dns);
 
+// Opens --netns-path before anything is mounted (the container's root does not show
+// /run/netns): it needs root outside a user namespace (a namespace the host owns cannot
+// be joined from capsa's own).
+UniqueFd open_netns_path(const std::string& path, bool privileged);
+
 // Call inside the container's root, with one thread, while the process still holds its
-// capabilities in the container's user namespace (before exec). Enters the requested
-// IPC, UTS and network namespaces, sets the host name, brings up the loopback, then the
-// PID namespace (pid_namespace.hpp). Returns only in the command's process.
+// capabilities in the container's user namespace (before exec). Joins --netns-path or
+// enters the requested IPC, UTS and network namespaces, sets the host name, brings up the
+// loopback, then the PID namespace (pid_namespace.hpp). Returns only in the command's
+// process.
 void enter_private_namespaces(const PrivateNamespaces& request);
 
 }  // namespace capsa::runtime

@@ -3,9 +3,11 @@
 // each checked from inside the container. Root and test user.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "runtime/run_support.hpp"
 #include "support/process.hpp"
+#include "support/temp_dir.hpp"
 #include "support/test_env.hpp"
 
 namespace capsa::runtime {
@@ -92,6 +94,29 @@ TEST(NamespaceFlags, NetworkNoneHasOnlyAnUpLoopback) {
   EXPECT_NE(implied.out, own_namespace("net") + "\n") << implied.err;
 }
 
+TEST(NamespaceFlags, NetnsPathJoinsANamedNetworkNamespace) {
+  const std::string name = "capsa-test-" + std::to_string(::getpid());
+  if (::geteuid() != 0) {
+    // Only root may join a namespace the host owns; anyone else is told so before anything runs.
+    auto refused = capsa({"exec", "--netns-path", "/run/netns/" + name, busybox_sif(), "echo", "ran"});
+    EXPECT_EQ(refused.exit_code, 1);
+    EXPECT_EQ(refused.err, "capsa: error: --netns-path /run/netns/" + name +
+                               " needs root: capsa cannot join a network namespace from its user namespace\n");
+    return;
+  }
+  ASSERT_EQ(test::run_process({"ip", "netns", "add", name}).exit_code, 0);
+  std::string expected = test::run_process({"ip", "netns", "exec", name, "readlink", "/proc/self/ns/net"}).out;
+  auto joined = capsa({"exec", "--netns-path", "/run/netns/" + name, busybox_sif(), "readlink", "/proc/self/ns/net"});
+  auto with_net =
+      capsa({"exec", "--net", "--netns-path", "/run/netns/" + name, busybox_sif(), "readlink", "/proc/self/ns/net"});
+  test::run_process({"ip", "netns", "delete", name});
+  EXPECT_EQ(joined.exit_code, 0) << joined.err;
+  EXPECT_EQ(joined.out, expected);
+  EXPECT_NE(expected, own_namespace("net") + "\n");
+  EXPECT_EQ(with_net.out, expected) << "the existing namespace wins over --net, with Apptainer's warning";
+  EXPECT_NE(with_net.err.find("cannot join existing --netns-path"), std::string::npos) << with_net.err;
+}
+
 TEST(NamespaceFlags, CniNetworksAreRefusedBeforeAnythingRuns) {
   for (const std::vector<std::string>& flags :
        {std::vector<std::string>{"--net"}, std::vector<std::string>{"-n", "--network", "bridge"},
@@ -147,6 +172,39 @@ TEST(NamespaceFlags, CompatIsContainallNoInitNoUmaskNoEvalAndWritableTmpfs) {
   EXPECT_EQ(lines[2], "[]") << "clean environment";
   EXPECT_EQ(lines[3], "writable");
   EXPECT_NE(lines[4], own_namespace("ipc"));
+}
+
+TEST(NamespaceFlags, ScratchGivesFreshDirectoriesKeptUnderTheWorkdir) {
+  const std::string script =
+      "touch /scratch/a /work2/b && ls /scratch /work2 && grep -c ' /scratch ' /proc/self/mountinfo";
+  auto fresh = capsa({"exec", "-S", "/scratch,/work2", busybox_sif(), "sh", "-c", script});
+  EXPECT_EQ(fresh.exit_code, 0) << fresh.err;
+  EXPECT_EQ(fresh.out, "/scratch:\na\n\n/work2:\nb\n1\n");
+  test::TempDir work;
+  auto kept =
+      capsa({"exec", "-W", work.path(), "--scratch", "/scratch", busybox_sif(), "sh", "-c", "echo kept > /scratch/f"});
+  EXPECT_EQ(kept.exit_code, 0) << kept.err;
+  EXPECT_EQ(test::read_file(work / "scratch/scratch/f"), "kept\n");
+  auto from_environment =
+      capsa({"exec", busybox_sif(), "sh", "-c", "touch /env-scratch/x && echo ok"}, {"APPTAINER_SCRATCH=/env-scratch"});
+  EXPECT_EQ(from_environment.out, "ok\n") << from_environment.err;
+  auto relative = capsa({"exec", "-S", "scratch", busybox_sif(), "echo", "ran"});
+  EXPECT_EQ(relative.exit_code, 1);
+  EXPECT_EQ(relative.err,
+            "capsa: error: --scratch scratch: give an absolute path inside the container, such as /scratch\n");
+}
+
+TEST(NamespaceFlags, ContainlibsBindsHostLibrariesIntoSingularityDLibs) {
+  test::TempDir host;
+  const std::string library = host.write("libcapsa-contained.so.1", "not really a library\n");
+  auto result = capsa({"exec", "--containlibs", library, busybox_sif(), "sh", "-c",
+                       "cat /.singularity.d/libs/libcapsa-contained.so.1; echo \"$LD_LIBRARY_PATH\""});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.out, "not really a library\n/.singularity.d/libs\n");
+  auto missing = capsa({"exec", "--containlibs", host / "libnone.so", busybox_sif(), "echo", "ran"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_EQ(missing.out, "");
+  EXPECT_NE(missing.err.find("--containlibs " + (host / "libnone.so")), std::string::npos) << missing.err;
 }
 
 }  // namespace
