@@ -216,7 +216,8 @@ std::vector<std::string> scratch_directories(const std::vector<std::string>& pat
     if (normal.empty() || normal[0] != '/' || normal == "/")
       throw Error("--scratch " + path + ": give an absolute path inside the container, such as /scratch");
     if (!workdir.empty()) {
-      const std::string backing = workdir + "/scratch" + normal;
+      std::string backing = workdir;
+      backing.append("/scratch").append(normal);
       std::error_code error;
       std::filesystem::create_directories(backing, error);
       if (error || ::chmod(backing.c_str(), 0750) != 0)
