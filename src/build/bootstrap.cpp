@@ -30,7 +30,7 @@ std::string docker_reference(const Stage& stage, const std::string& file) {
 std::string pull_base_image(const std::string& reference, const BootstrapOptions& options) {
   pull::PullOptions pull;
   pull.reference = "docker://" + reference;
-  pull.nohttps = options.nohttps;
+  pull.registry = options.registry;
   try {
     if (!options.disable_cache) return pull::cached_sif_in_subprocess(pull, options.progress);
     pull.disable_cache = true;

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "build/definition.hpp"
+#include "pull/pull.hpp"
 #include "runtime/sandbox_run.hpp"
 #include "util/progress.hpp"
 
@@ -15,7 +16,7 @@ struct BootstrapOptions {
   runtime::RootMode mode = runtime::RootMode::real_root;
   std::string work_dir;        // the build directory (for a --disable-cache download)
   bool disable_cache = false;
-  bool nohttps = false;
+  pull::RegistryAccess registry;  // for a docker base image
   Progress::Mode progress = Progress::Mode::Log;
   std::string file;            // definition file name, for messages
 };

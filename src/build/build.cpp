@@ -201,7 +201,7 @@ BootstrapOptions bootstrap_options(const Context& ctx, const std::string& work) 
   boot.mode = ctx.mode;
   boot.work_dir = work;
   boot.disable_cache = ctx.options.disable_cache;
-  boot.nohttps = ctx.options.nohttps;
+  boot.registry = ctx.options.registry;
   boot.progress = ctx.progress.mode();
   boot.file = ctx.file;
   return boot;
@@ -313,7 +313,7 @@ BuildResult build(const BuildOptions& options, Progress& progress) {
     pull.output = options.target;
     pull.force = options.force;
     pull.disable_cache = options.disable_cache;
-    pull.nohttps = options.nohttps;
+    pull.registry = options.registry;
     pull::pull(pull, progress);
     return result;
   }

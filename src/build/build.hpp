@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "pull/pull.hpp"
 #include "runtime/bind_spec.hpp"
 #include "util/error.hpp"
 #include "util/progress.hpp"
@@ -31,7 +32,7 @@ struct BuildOptions {
   std::vector<runtime::BindSpec> binds;        // --bind, for %post and %test
   bool nv = false;                             // --nv, for %post and %test
   bool disable_cache = false;
-  bool nohttps = false;
+  pull::RegistryAccess registry;  // --nohttps and credentials, for docker sources
   std::string compression = "zstd";
   std::int64_t time = 0;                       // image time (SOURCE_DATE_EPOCH when set)
   std::string capsa_version;

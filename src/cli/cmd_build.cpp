@@ -11,6 +11,7 @@
 #include "cli/env_flags.hpp"
 #include "cli/global_flags.hpp"
 #include "cli/refused_flags.hpp"
+#include "cli/registry_options.hpp"
 #include "runtime/bind_spec.hpp"
 #include "util/error.hpp"
 #include "util/fd.hpp"
@@ -33,7 +34,7 @@ struct BuildFlags {
   std::vector<std::string> binds;
   bool nv = false;
   bool disable_cache = false;
-  bool nohttps = false;
+  RegistryFlags registry;
   bool quiet = false;
   std::string tmpdir;
   std::string compression = "zstd";
@@ -72,7 +73,7 @@ build::BuildOptions options_from(const BuildFlags& f) {
     for (auto& spec : runtime::parse_bind_list(b)) o.binds.push_back(spec);
   o.nv = f.nv || env_flag("NV");
   o.disable_cache = f.disable_cache || env_flag("DISABLE_CACHE");
-  o.nohttps = f.nohttps || env_flag("NOHTTPS");
+  o.registry = registry_access(f.registry);
   o.tmpdir = f.tmpdir;
   o.compression = f.compression;
   o.time = now_for_images();
@@ -96,9 +97,6 @@ const std::vector<RefusedFlag>& refused_build_flags() {
       {"--no-cleanup", false, later},
       {"-u,--update", false, later},
       {"--docker-host", true, "capsa talks to registries, never to a Docker daemon"},
-      {"--docker-username", true, later + "; set APPTAINER_DOCKER_USERNAME"},
-      {"--docker-password", true, later + "; set APPTAINER_DOCKER_PASSWORD"},
-      {"--docker-login", false, later + "; set APPTAINER_DOCKER_USERNAME and APPTAINER_DOCKER_PASSWORD"},
       {"--nvccli", false, later + "; use --nv"},
       {"--rocm", false, later},
       {"--mount", true, later + "; use -B"},
@@ -108,7 +106,6 @@ const std::vector<RefusedFlag>& refused_build_flags() {
       {"--ignore-fakeroot-command", false, later},
       {"--ignore-userns", false, later},
       {"--remote", false, "capsa builds on this machine; there is no remote build service"},
-      {"--authfile", true, later + "; capsa reads ~/.docker/config.json"},
   };
   return flags;
 }
@@ -136,7 +133,7 @@ void add_build_command(CLI::App& app) {
   cmd->add_option("-B,--bind", flags->binds, "SRC[:DEST[:ro]] bound during %post and %test (repeatable)");
   cmd->add_flag("--nv", flags->nv, "Make the host's NVIDIA driver available to %post and %test");
   cmd->add_flag("--disable-cache", flags->disable_cache, "Do not use or fill the cache for docker:// sources");
-  cmd->add_flag("--nohttps,--no-https", flags->nohttps, "Talk plain HTTP to the registry");
+  add_registry_flags(*cmd, flags->registry);
   cmd->add_option("--tmpdir", flags->tmpdir, "Where the build's temporary tree goes (APPTAINER_TMPDIR, TMPDIR)");
   cmd->add_option("--compression", flags->compression, "Squashfs compression: zstd (default), gzip or xz");
   cmd->add_flag("-q,--quiet", flags->quiet, "No progress output");

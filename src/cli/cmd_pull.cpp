@@ -3,6 +3,8 @@
 #include <iostream>
 #include <memory>
 
+#include "build/build.hpp"
+#include "capsa/version.hpp"
 #include "cli/commands.hpp"
 #include "cli/env_flags.hpp"
 #include "cli/global_flags.hpp"
@@ -12,6 +14,7 @@
 #include "pull/pull.hpp"
 #include "util/error.hpp"
 #include "util/interrupt.hpp"
+#include "util/log.hpp"
 
 namespace capsa::cli {
 namespace {
@@ -23,6 +26,8 @@ struct PullFlags {
   RegistryFlags registry;
   bool quiet = false;
   std::string arch;
+  std::string arch_variant;
+  bool sandbox = false;
   std::string platform;
   std::string compression = "zstd";
   std::string name;
@@ -45,9 +50,14 @@ pull::PullOptions options_from(const PullFlags& f) {
   if (!f.dir.empty()) options.output_dir = f.dir;
   options.force = f.force || env_flag("FORCE");
   options.disable_cache = f.disable_cache || env_flag("DISABLE_CACHE");
-  apply_registry_flags(f.registry, options);
+  options.registry = registry_access(f.registry);
   if (!f.platform.empty()) options.platform = oci::parse_platform(f.platform);
   else if (!f.arch.empty()) options.platform = oci::platform_from_arch(f.arch);
+  const std::string variant = !f.arch_variant.empty() ? f.arch_variant : env_value("PULL_ARCH_VARIANT").value_or("");
+  if (!variant.empty()) {
+    if (!options.platform) options.platform = oci::host_platform();
+    options.platform->variant = variant;
+  }
   options.compressor = convert::compressor_named(f.compression);
   return options;
 }
@@ -62,10 +72,27 @@ const std::vector<RefusedFlag>& refused_pull_flags() {
       {"--no-cleanup", false, later},
       {"-U,--allow-unsigned", false, "signed images are " + later},
       {"--allow-unauthenticated", false, "signed images are " + later},
-      {"--arch-variant", true, later + "; use --platform linux/ARCH/VARIANT"},
-      {"--sandbox", false, later + "; `capsa build --sandbox DIR docker://REF` makes one"},
   };
   return flags;
+}
+
+// --sandbox: what `capsa build --sandbox` does with a docker:// source, to the name pull
+// would give the SIF (Apptainer keeps that name, .sif and all, for the directory).
+void pull_sandbox(const pull::PullOptions& options, Progress& progress, bool quiet) {
+  if (options.platform && !(*options.platform == oci::host_platform()))
+    throw Error("--sandbox with another platform than this machine's is not supported; pull a SIF instead");
+  build::BuildOptions build;
+  build.target = pull::output_path(options);
+  build.source = options.reference;
+  build.sandbox = true;
+  build.force = options.force;
+  build.disable_cache = options.disable_cache;
+  build.registry = options.registry;
+  build.time = now_for_images();
+  build.capsa_version = build_info::version;
+  build::BuildResult result = build::build(build, progress);
+  for (const std::string& warning : result.warnings) log::warning(warning);
+  if (!quiet) std::cerr << "Wrote " << result.target << "\n";
 }
 
 }  // namespace
@@ -78,6 +105,9 @@ void add_pull_command(CLI::App& app) {
   cmd->add_flag("--disable-cache", flags->disable_cache, "Do not use or fill the cache (APPTAINER_DISABLE_CACHE)");
   add_registry_flags(*cmd, flags->registry);
   cmd->add_option("--arch", flags->arch, "Architecture to pull (amd64, arm64, ppc64le, ...); default: this machine's");
+  cmd->add_option("--arch-variant", flags->arch_variant,
+                  "Architecture variant to pull, e.g. v8 for arm64, v7 for arm (APPTAINER_PULL_ARCH_VARIANT)");
+  cmd->add_flag("--sandbox", flags->sandbox, "Write a sandbox directory (named as the SIF would be) instead of a SIF");
   cmd->add_option("--platform", flags->platform, "Platform to pull, OS/ARCH[/VARIANT], e.g. linux/arm64/v8");
   cmd->add_flag("-q,--quiet", flags->quiet, "No progress output");
   cmd->add_option("--compression", flags->compression,
@@ -96,7 +126,12 @@ void add_pull_command(CLI::App& app) {
     install_interrupt_handlers();
     pull::PullResult result;
     try {
-      result = pull::pull(options_from(*flags), progress);
+      pull::PullOptions options = options_from(*flags);
+      if (flags->sandbox || env_flag("SANDBOX")) {
+        pull_sandbox(options, progress, quiet);
+        return;
+      }
+      result = pull::pull(options, progress);
     } catch (const Error& e) {
       if (interrupt_signal() == 0) throw;
       // Everything is unwound by now (temporaries removed, locks released): exit as a

@@ -11,7 +11,7 @@ namespace capsa::cli {
 std::string image_for_docker_reference(const std::string& reference, const RegistryFlags& registry, bool quiet) {
   pull::PullOptions pull_options;
   pull_options.reference = reference;
-  apply_registry_flags(registry, pull_options);
+  pull_options.registry = registry_access(registry);
   std::string sif = pull::cached_sif_in_subprocess(pull_options, Progress::detect_mode(quiet, 2));
   // The container holds the entry in use (a descriptor it inherits), so that a
   // `cache clean` meanwhile keeps the image it runs from.

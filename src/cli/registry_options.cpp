@@ -7,17 +7,19 @@
 
 namespace capsa::cli {
 
-void apply_registry_flags(const RegistryFlags& flags, pull::PullOptions& options) {
+pull::RegistryAccess registry_access(const RegistryFlags& flags) {
+  pull::RegistryAccess access;
   if (flags.username.empty() != flags.password.empty())
     throw Error("--docker-username and --docker-password go together; give both, or neither");
   if (!flags.username.empty())
-    options.credentials = registry::Credentials{flags.username, flags.password, "", "--docker-username"};
+    access.credentials = registry::Credentials{flags.username, flags.password, "", "--docker-username"};
   if (!flags.authfile.empty()) {
     if (::access(flags.authfile.c_str(), R_OK) != 0) throw_errno("--authfile " + flags.authfile);
-    options.authfile = flags.authfile;
+    access.authfile = flags.authfile;
   }
-  options.docker_login = flags.docker_login || env_flag("DOCKER_LOGIN");
-  options.nohttps = flags.nohttps || env_flag("NOHTTPS");
+  access.docker_login = flags.docker_login || env_flag("DOCKER_LOGIN");
+  access.nohttps = flags.nohttps || env_flag("NOHTTPS");
+  return access;
 }
 
 }  // namespace capsa::cli

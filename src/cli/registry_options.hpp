@@ -6,9 +6,9 @@
 
 namespace capsa::cli {
 
-// Sets the credentials, authfile, --docker-login and --nohttps of `options`. Throws
-// Error for a username without a password (or the other way round) and for an --authfile
-// that does not exist.
-void apply_registry_flags(const RegistryFlags& flags, pull::PullOptions& options);
+// The registry access the flags and their environment variables ask for. Throws Error for
+// a username without a password (or the other way round) and for an --authfile that does
+// not exist.
+pull::RegistryAccess registry_access(const RegistryFlags& flags);
 
 }  // namespace capsa::cli

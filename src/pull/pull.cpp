@@ -76,16 +76,17 @@ std::unique_ptr<Session> open_session(const PullOptions& options, Progress& prog
   session->platform = options.platform ? *options.platform : oci::host_platform();
 
   registry::ClientOptions client_options = registry::options_from_environment();
-  client_options.insecure_http = client_options.insecure_http || options.nohttps;
+  client_options.insecure_http = client_options.insecure_http || options.registry.nohttps;
   client_options.log = [s = session.get()](std::string_view line) { s->progress->note(std::string(line)); };
   std::string host = session->ref.api_host();
   std::optional<registry::Credentials> credentials;
-  if (options.docker_login)
+  const RegistryAccess& access = options.registry;
+  if (access.docker_login)
     credentials = registry::prompt_for_credentials_on_tty(session->ref.registry);
-  else if (options.credentials)
-    credentials = options.credentials;
-  else if (options.authfile)
-    credentials = registry::credentials_from_docker_config(*options.authfile, host);
+  else if (access.credentials)
+    credentials = access.credentials;
+  else if (access.authfile)
+    credentials = registry::credentials_from_docker_config(*access.authfile, host);
   if (!credentials) credentials = registry::find_credentials(host);
   session->client = std::make_unique<registry::RegistryClient>(host, client_options, credentials);
 
@@ -243,6 +244,14 @@ std::string output_path_for(const PullOptions& options, const reference::ImageRe
   std::string name = options.output ? *options.output : ref.default_sif_name();
   return options.output_dir ? *options.output_dir + "/" + name : name;
 }
+
+}  // namespace
+
+std::string output_path(const PullOptions& options) {
+  return output_path_for(options, reference::parse_image_reference(options.reference));
+}
+
+namespace {
 
 void refuse_existing(const std::string& output, bool force) {
   struct stat st {};

@@ -14,16 +14,22 @@
 
 namespace capsa::pull {
 
+// How to reach and log in to the registry: --nohttps, --docker-login,
+// --docker-username/--docker-password, --authfile. Build and exec docker:// pass theirs on.
+struct RegistryAccess {
+  bool nohttps = false;                              // plain HTTP to the registry
+  bool docker_login = false;                         // prompt for credentials on the terminal
+  std::optional<registry::Credentials> credentials;  // given on the command line: these, nothing else
+  std::optional<std::string> authfile;               // a config.json searched before the usual ones
+};
+
 struct PullOptions {
   std::string reference;                    // "docker://..." as the user wrote it
   std::optional<std::string> output;        // OUTPUT.sif; Apptainer's default name otherwise
   std::optional<std::string> output_dir;    // --dir: where the output goes
   bool force = false;                       // overwrite an existing output
   bool disable_cache = false;               // keep nothing: a private cache, removed at the end
-  bool docker_login = false;                // prompt for credentials on the terminal
-  std::optional<registry::Credentials> credentials;  // --docker-username/--docker-password: these, nothing else
-  std::optional<std::string> authfile;               // --authfile: a config.json searched before the usual ones
-  bool nohttps = false;                     // plain HTTP to the registry
+  RegistryAccess registry;
   std::optional<oci::Platform> platform;    // --platform / --arch; the host's otherwise
   convert::Compressor compressor = convert::Compressor::Zstd;
   std::optional<std::string> cache_dir;     // overrides the environment (tests)
@@ -35,6 +41,9 @@ struct PullResult {
   bool from_cache = false;       // the SIF was already cached: nothing downloaded or converted
   std::vector<std::string> warnings;
 };
+
+// Where pull() writes: OUTPUT, else Apptainer's default name (NAME_TAG.sif), in --dir.
+std::string output_path(const PullOptions& options);
 
 // Pulls and writes the SIF at the output path (atomically; never a partial file).
 PullResult pull(const PullOptions& options, Progress& progress);

@@ -363,6 +363,31 @@ TEST_F(Build, BuildFlagsNotestTmpdirDisableCacheAndNohttps) {
   EXPECT_TRUE(!std::filesystem::exists(cache) ||
               capsa({"cache", "list"}).out.find("There are 0 container file(s)") != std::string::npos)
       << "--disable-cache keeps nothing";
+  // Registry credentials for a private base image: flags, or a Docker config.json.
+  const auto& reg = test::test_registry();
+  auto private_build = [&](std::vector<std::string> flags, const std::string& target) {
+    std::vector<std::string> argv = {"env",
+                                     "-u",
+                                     "APPTAINER_NOHTTPS",
+                                     "CAPSA_CACHEDIR=" + cache,
+                                     "TMPDIR=" + tmp,
+                                     "CAPSA_REGISTRY_CA=" + reg.ca_file,
+                                     test::capsa_binary(),
+                                     "build"};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    argv.insert(argv.end(), {target, "docker://" + reg.token + "/private/busybox:1.0"});
+    return run_process(argv, "", 900);
+  };
+  auto with_flags =
+      private_build({"--docker-username", "$oauthtoken", "--docker-password", reg.api_key}, work / "private.sif");
+  EXPECT_EQ(with_flags.exit_code, 0) << with_flags.err;
+  std::string auth = run_process({"sh", "-c", "printf %s \"$0\" | base64 -w0", "$oauthtoken:" + reg.api_key}).out;
+  std::string authfile = work.write("auth.json", "{\"auths\": {\"" + reg.token + "\": {\"auth\": \"" + auth + "\"}}}");
+  auto with_authfile = private_build({"--authfile", authfile}, work / "private-authfile.sif");
+  EXPECT_EQ(with_authfile.exit_code, 0) << with_authfile.err;
+  auto anonymous = private_build({}, work / "private-anonymous.sif");
+  EXPECT_NE(anonymous.exit_code, 0) << "the repository is private";
+
   auto missing_tmp = build({"-T", "--nohttps", "--tmpdir", work / "no-such-dir"}, work / "never.sif");
   EXPECT_NE(missing_tmp.exit_code, 0);
   EXPECT_NE(missing_tmp.err.find(work / "no-such-dir"), std::string::npos)

@@ -233,6 +233,31 @@ TEST_F(Pull, CredentialFlagsAndAuthfile) {
   EXPECT_EQ(plain_http.out, "plain ran\n") << plain_http.err;
 }
 
+TEST_F(Pull, ArchVariantChoosesTheVariant) {
+  auto arm = capsa({"pull", "--nohttps", "--arch", "arm", "--arch-variant", "v7", out("armv7.sif"),
+                    plain("public/multiplatform:latest")});
+  ASSERT_EQ(arm.exit_code, 0) << arm.err;
+  sif::Image image = sif::Image::open(out("armv7.sif"));
+  squashfs::Reader root(image.fd(), static_cast<std::uint64_t>(image.primary_partition()->offset),
+                        static_cast<std::uint64_t>(image.primary_partition()->size), "armv7.sif");
+  EXPECT_EQ(root.read_file("/etc/arch").value_or(""), "linux/arm/v7\n");
+  auto missing = capsa({"pull", "--nohttps", "--arch", "arm64", "--arch-variant", "v6", out("v6.sif"),
+                        plain("public/multiplatform:latest")});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.err.find("arm64/v6"), std::string::npos) << "names the variant asked for: " << missing.err;
+}
+
+TEST_F(Pull, SandboxWritesADirectoryThatRuns) {
+  auto pulled = capsa({"pull", "--nohttps", "--sandbox", "--name", out("bb"), plain("public/busybox:1.0")});
+  ASSERT_EQ(pulled.exit_code, 0) << pulled.err;
+  EXPECT_TRUE(std::filesystem::is_regular_file(out("bb/bin/busybox")));
+  EXPECT_TRUE(std::filesystem::is_directory(out("bb/.singularity.d")));
+  auto ran = capsa({"exec", out("bb"), "echo", "from the sandbox"});
+  EXPECT_EQ(ran.out, "from the sandbox\n") << ran.err;
+  auto again = capsa({"pull", "--nohttps", "--sandbox", "--name", out("bb"), plain("public/busybox:1.0")});
+  EXPECT_EQ(again.exit_code, 1) << "an existing directory needs --force";
+}
+
 TEST_F(Pull, BasicAuthRegistry) {
   const auto& reg = test::test_registry();
   auto ok = capsa({"pull", out("basic.sif"), "docker://" + reg.basic + "/public/busybox:1.0"},
