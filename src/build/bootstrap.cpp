@@ -1,11 +1,14 @@
 #include "build/bootstrap.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "build/download.hpp"
 #include "build/host_ops.hpp"
 #include "pull/pull.hpp"
 #include "util/error.hpp"
+#include "util/fd.hpp"
 #include "util/interrupt.hpp"
 #include "util/path.hpp"
 
@@ -23,6 +26,14 @@ std::string docker_reference(const Stage& stage, const std::string& file) {
   if (!ns.empty()) from = ns + "/" + from;
   if (!registry.empty()) from = registry + "/" + from;
   return from;
+}
+
+// A new file with `content` and `mode` (never through an existing one).
+void write_new_file(const std::string& path, const std::string& content, mode_t mode) {
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!fd) throw_errno("create " + path);
+  write_all(fd.get(), std::span(reinterpret_cast<const std::uint8_t*>(content.data()), content.size()));
+  if (::fchmod(fd.get(), mode) != 0) throw_errno("chmod " + path);
 }
 
 }  // namespace
@@ -57,6 +68,41 @@ void copy_sandbox(runtime::RootMode mode, const std::string& from, const std::st
   });
   if (status != 0) throw Error("copying the sandbox " + from + " failed (exit status " + std::to_string(status) + ")");
 }
+
+namespace {
+
+// Bootstrap: busybox, as Apptainer's agent lays it out (sources/conveyorPacker_busybox.go):
+// the binary from MirrorURL as /bin/busybox, its applet links in /bin, a minimal
+// /etc/passwd, /etc/group and /etc/hosts. The downloaded program never runs on the host:
+// `busybox --install` runs inside the new root, as %post would.
+void bootstrap_busybox(const std::string& mirror, const std::string& rootfs, const BootstrapOptions& options) {
+  const std::string downloaded = options.work_dir + "/busybox";
+  download_file(mirror, downloaded);
+  as_build_root(options.mode, "create " + rootfs, [&] {
+    for (const std::string dir : {"", "/bin", "/etc", "/root", "/tmp", "/proc", "/sys", "/dev"}) {
+      const std::string path = rootfs + dir;
+      if (::mkdir(path.c_str(), dir == "/tmp" ? 01777 : 0755) != 0) throw_errno("create " + path);
+    }
+    ::chmod((rootfs + "/tmp").c_str(), 01777);
+    write_new_file(rootfs + "/etc/passwd", "root:!:0:0:root:/root:/bin/sh\n", 0644);
+    write_new_file(rootfs + "/etc/group", "root:x:0:\n", 0644);
+    write_new_file(rootfs + "/etc/hosts",
+                   "127.0.0.1   localhost localhost.localdomain localhost4 localhost4.localdomain4\n", 0644);
+    write_new_file(rootfs + "/bin/busybox", read_whole_file(downloaded), 0755);
+  });
+  ::unlink(downloaded.c_str());
+  runtime::SandboxCommand install;
+  install.rootfs = rootfs;
+  install.argv = {"/bin/busybox", "--install", "/bin"};
+  install.env = {"PATH=/bin"};
+  install.mode = options.mode;
+  int status = runtime::run_in_sandbox(install);
+  if (status != 0)
+    throw Error("`busybox --install` from " + mirror + " failed (exit status " + std::to_string(status) +
+                "): is it a static busybox for this machine?");
+}
+
+}  // namespace
 
 BootstrapResult bootstrap(const Stage& stage, const std::string& rootfs, const BootstrapOptions& options) {
   const std::string agent = stage.bootstrap();
@@ -94,9 +140,14 @@ BootstrapResult bootstrap(const Stage& stage, const std::string& rootfs, const B
     if (status != 0)
       throw Error(at + "debootstrap " + release + " from " + mirror + " failed (exit status " +
                   std::to_string(status) + ", see its log in the message above)");
+  } else if (agent == "busybox") {
+    std::string mirror = stage.get("mirrorurl");
+    if (mirror.empty())
+      throw FormatError(at + "Bootstrap: busybox needs MirrorURL: (expected the URL of a static busybox binary)");
+    bootstrap_busybox(mirror, rootfs, options);
   } else {
     throw FormatError(at + "Bootstrap: " + agent +
-                      " is not supported by capsa (supported: docker, localimage, scratch, debootstrap)");
+                      " is not supported by capsa (supported: docker, localimage, scratch, debootstrap, busybox)");
   }
   return result;
 }

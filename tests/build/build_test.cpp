@@ -277,8 +277,9 @@ TEST_F(Build, BadDefinitionsAreRefusedWithFileAndLine) {
       {"Bootstrap: docker\nFrom: x\n%install\n  make\n", "bad.def:3: unknown section %install"},
       {"Bootstrap: docker\nFrom: x\nColour: blue\n", "bad.def:3: unknown header keyword \"Colour\""},
       {"Bootstrap: docker\n%post\n  true\n", "bad.def:1: Bootstrap: docker needs a From: header"},
-      {"Bootstrap: yum\nOSVersion: 9\n", "Bootstrap: yum is not supported by capsa (supported: docker, localimage, "
-                                         "scratch, debootstrap)"},
+      {"Bootstrap: yum\nOSVersion: 9\n",
+       "Bootstrap: yum is not supported by capsa (supported: docker, localimage, "
+       "scratch, debootstrap, busybox)"},
       {"Bootstrap: scratch\n%files\n  /no/such/file /x\n", "bad.def:3: %files: /no/such/file does not exist"},
   };
   for (const Case& c : cases) {
@@ -328,6 +329,32 @@ TEST_F(Build, SectionRunsOnlyTheNamedSections) {
   EXPECT_EQ(runscript.out.find("not written"), std::string::npos) << runscript.out;
   auto failing = capsa({"build", "--section", "post,labels", work / "post.sif", recipe});
   EXPECT_NE(failing.err.find("%post failed with exit status 9"), std::string::npos) << failing.err;
+}
+
+TEST_F(Build, BusyboxBootstrapFromMirrorUrl) {
+  // Debian's static busybox stands for busybox.net's binaries (no network in the tests).
+  std::string recipe = def("busybox.def",
+                           "Bootstrap: busybox\nMirrorURL: file:///bin/busybox\n"
+                           "%post\n    echo made in post > /etc/post\n"
+                           "%runscript\n    echo hello from a busybox bootstrap\n");
+  auto built = capsa({"build", work / "busybox.sif", recipe});
+  ASSERT_EQ(built.exit_code, 0) << built.err;
+  auto ran = capsa({"run", work / "busybox.sif"});
+  EXPECT_EQ(ran.out, "hello from a busybox bootstrap\n") << ran.err;
+  auto inside = capsa({"exec", work / "busybox.sif", "sh", "-c",
+                       "cat /etc/post; head -c 9 /etc/hosts; echo; [ /bin/ls -ef /bin/busybox ] && echo linked"});
+  EXPECT_EQ(inside.out, "made in post\n127.0.0.1\nlinked\n") << inside.err;
+
+  std::string missing = def("missing.def", "Bootstrap: busybox\nMirrorURL: file:///nonexistent/busybox\n");
+  auto failed = capsa({"build", work / "missing.sif", missing});
+  EXPECT_EQ(failed.exit_code, 1);
+  EXPECT_NE(failed.err.find("downloading file:///nonexistent/busybox"), std::string::npos) << failed.err;
+  EXPECT_FALSE(std::filesystem::exists(work / "missing.sif"));
+  EXPECT_TRUE(leftovers().empty());
+  std::string no_url = def("no-url.def", "Bootstrap: busybox\n");
+  auto refused = capsa({"build", work / "no-url.sif", no_url});
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_NE(refused.err.find("no-url.def:1: Bootstrap: busybox needs MirrorURL:"), std::string::npos) << refused.err;
 }
 
 TEST_F(Build, BuildFlagsNotestTmpdirDisableCacheAndNohttps) {
