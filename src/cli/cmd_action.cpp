@@ -74,8 +74,8 @@ std::vector<std::string> list_flag(const std::vector<std::string>& values, std::
 }
 
 // Apptainer 1.4's action flags that capsa does not carry out (yet), each with the reason
-// a user reads; cmd/internal/cli/action_flags.go defines them. tests/cli/apptainer-1.4-flags.tsv
-// lists every flag with its status.
+// a user reads; cmd/internal/cli/action_flags.go defines them.
+// tests/cli/apptainer-1.4-commands.tsv lists every flag with its status.
 const std::vector<RefusedFlag>& refused_action_flags() {
   static const std::string later = "not in this version of capsa yet";
   static const std::vector<RefusedFlag> flags = {
@@ -173,13 +173,11 @@ runtime::ActionRequest request_from(const std::string& action, const ActionFlags
   r.namespaces.ipc = f.ipc || env_flag("IPC") || env_flag("UNSHARE_IPC") || containall;
   r.namespaces.hostname = !f.hostname.empty() ? f.hostname : env_value("HOSTNAME").value_or("");
   r.namespaces.uts = f.uts || env_flag("UTS") || env_flag("UNSHARE_UTS") || !r.namespaces.hostname.empty();
-  for (const auto& list : f.networks.empty() ? std::vector<std::string>{env_value("NETWORK").value_or("")} : f.networks)
-    for (auto& network : split_list(list)) r.networks.push_back(network);
+  r.networks = list_flag(f.networks, {"NETWORK"});
   // --network implies --net; --net alone asks for Apptainer's default network, bridge.
   r.namespaces.net = f.net || env_flag("NET") || env_flag("UNSHARE_NET") || !r.networks.empty();
   if (r.namespaces.net && r.networks.empty()) r.networks = {"bridge"};
-  for (const auto& list : f.dns.empty() ? std::vector<std::string>{env_value("DNS").value_or("")} : f.dns)
-    for (auto& server : split_list(list)) r.dns.push_back(server);
+  r.dns = list_flag(f.dns, {"DNS"});
   r.namespaces.init = !(f.no_init || env_flag("NOSHIMINIT") || compat);
   r.no_umask = f.no_umask || env_flag("NO_UMASK") || compat;
   r.no_eval = f.no_eval || env_flag("NO_EVAL") || compat;

@@ -309,8 +309,8 @@ void launch(const ActionRequest& r) {
     netns = open_netns_path(namespaces.netns_path, privileged);
     namespaces.netns_fd = netns.get();
   }
-  if (r.namespaces.net) check_networks(r.networks);
-  if (!r.namespaces.hostname.empty()) check_hostname(r.namespaces.hostname);
+  if (namespaces.net) check_networks(r.networks);
+  if (!namespaces.hostname.empty()) check_hostname(namespaces.hostname);
   const std::string resolv_conf = r.dns.empty() ? "" : resolv_conf_for(r.dns);
 
   MountRequest mounts;
@@ -330,7 +330,7 @@ void launch(const ActionRequest& r) {
   std::vector<std::string> unknown_no_mount;
   mounts.no_mount = parse_no_mount(r.no_mount, &unknown_no_mount);
   mounts.generated_resolv_conf = !resolv_conf.empty();
-  mounts.generated_hostname = !r.namespaces.hostname.empty();
+  mounts.generated_hostname = !namespaces.hostname.empty();
   mounts.scratch = scratch_directories(r.scratch, mounts.workdir);
   mounts.libraries = contained_libraries(r.libraries);
   for (const auto& name : unknown_no_mount) log::warning("Ignoring unknown mount type '" + name + "'");
@@ -409,7 +409,7 @@ void launch(const ActionRequest& r) {
   std::vector<std::pair<std::string, std::string>> files = {
       {"passwd", passwd_with_caller(image_passwd, account)}, {"group", group_with_caller(image_group, account)}};
   if (!resolv_conf.empty()) files.emplace_back("resolv.conf", resolv_conf);
-  if (!r.namespaces.hostname.empty()) files.emplace_back("hostname", r.namespaces.hostname + "\n");
+  if (!namespaces.hostname.empty()) files.emplace_back("hostname", namespaces.hostname + "\n");
 
   if (sif) await_image(driver, sif->location, image_root);
   if (driver != MountDriver::KernelLoop) list_once(image_root);
