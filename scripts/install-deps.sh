@@ -13,12 +13,13 @@ case "$set_name" in
 esac
 
 # Building: lib{zstd,lz4,lzma}-dev and zlib1g-dev also give the archives linked into the
-# runner (src/cli/CMakeLists.txt); libseccomp-dev: the emulated --fakeroot filter.
+# runner (src/cli/CMakeLists.txt); libseccomp-dev: the emulated --fakeroot filter;
+# libcap-dev: the capability flags (--drop-caps, --no-privs).
 packages="
   build-essential cmake ninja-build pkg-config git
   libcli11-dev nlohmann-json3-dev libssl-dev
   libsquashfs-dev libzstd-dev liblz4-dev liblzma-dev zlib1g-dev
-  libarchive-dev libcurl4-openssl-dev libfuse3-dev libseccomp-dev
+  libarchive-dev libcurl4-openssl-dev libfuse3-dev libseccomp-dev libcap-dev
 "
 # Running: FUSE for unprivileged containers, newuidmap/newgidmap for --fakeroot with subuid
 # ranges. The demo: gensquashfs, a static busybox, and the local registry it pulls from

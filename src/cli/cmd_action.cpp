@@ -59,6 +59,10 @@ struct ActionFlags {
   std::vector<std::string> scratch;
   std::vector<std::string> containlibs;
   std::string netns_path;
+  bool keep_privs = false;
+  bool no_privs = false;
+  std::vector<std::string> add_caps;
+  std::vector<std::string> drop_caps;
 };
 
 // A repeatable flag whose values may be comma lists, else the first of `keys` set in the
@@ -87,10 +91,6 @@ const std::vector<RefusedFlag>& refused_action_flags() {
       {"--tmpdir", true, later},
       {"--unsquash", false, later},
       {"--disable-cache", false, later},
-      {"--keep-privs", false, later},
-      {"--no-privs", false, later},
-      {"--add-caps", true, later},
-      {"--drop-caps", true, later},
       {"--allow-setuid", false, "capsa never runs setuid programs as root; images are mounted nosuid"},
       {"--security", true, later},
       {"--apply-cgroups", true, later},
@@ -182,6 +182,10 @@ runtime::ActionRequest request_from(const std::string& action, const ActionFlags
   r.no_umask = f.no_umask || env_flag("NO_UMASK") || compat;
   r.no_eval = f.no_eval || env_flag("NO_EVAL") || compat;
   r.scratch = list_flag(f.scratch, {"SCRATCH", "SCRATCHDIR"});
+  r.capabilities.keep_privs = f.keep_privs || env_flag("KEEP_PRIVS");
+  r.capabilities.no_privs = f.no_privs || env_flag("NO_PRIVS");
+  r.capabilities.add = list_flag(f.add_caps, {"ADD_CAPS"});
+  r.capabilities.drop = list_flag(f.drop_caps, {"DROP_CAPS"});
   r.libraries = list_flag(f.containlibs, {"CONTAINLIBS"});
   r.namespaces.netns_path = !f.netns_path.empty() ? f.netns_path : env_value("NETNS_PATH").value_or("");
   if (!r.namespaces.netns_path.empty() && r.namespaces.net) {
@@ -241,6 +245,12 @@ void add_action(CLI::App& app, const std::string& name, const std::string& descr
                   "A fresh directory at this absolute path (comma lists): a tmpfs, or WORKDIR/scratch/PATH with -W")
       ->allow_extra_args(false);
   cmd->add_option("--containlibs", flags->containlibs, "Host libraries to bind into /.singularity.d/libs (comma lists)")
+      ->allow_extra_args(false);
+  cmd->add_flag("--keep-privs", flags->keep_privs, "Root keeps every capability (capsa's default for root)");
+  cmd->add_flag("--no-privs", flags->no_privs, "Root starts with no capability (--add-caps names the ones kept)");
+  cmd->add_option("--add-caps", flags->add_caps, "Capabilities root keeps with --no-privs, comma separated (root only)")
+      ->allow_extra_args(false);
+  cmd->add_option("--drop-caps", flags->drop_caps, "Capabilities to drop, comma separated (e.g. CAP_NET_RAW)")
       ->allow_extra_args(false);
   cmd->add_option("--netns-path", flags->netns_path, "Join this network namespace (root only), e.g. /run/netns/NAME");
   cmd->add_flag("--no-nv", flags->no_nv, "Do not bring in the NVIDIA driver (undoes APPTAINER_NV)");

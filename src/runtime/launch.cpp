@@ -310,6 +310,7 @@ void launch(const ActionRequest& r) {
     namespaces.netns_fd = netns.get();
   }
   if (namespaces.net) check_networks(r.networks);
+  check_capabilities(r.capabilities, privileged);
   if (!namespaces.hostname.empty()) check_hostname(namespaces.hostname);
   const std::string resolv_conf = r.dns.empty() ? "" : resolv_conf_for(r.dns);
 
@@ -416,6 +417,7 @@ void launch(const ActionRequest& r) {
   build_root_and_enter({session_point, writable_tmpfs, privileged, r.writable}, plan, files, before_enter);
   if (namespaces.any()) enter_private_namespaces(namespaces);
   if (r.no_umask) ::umask(022);
+  if (r.capabilities.any()) apply_capabilities(r.capabilities);
 
   enter_working_directory(r.pwd.empty() ? mounts.cwd : r.pwd, !r.pwd.empty(), mounts.home_destination);
   if (sif && environment_in_image(plan)) exec_in_container(r, env, sif->files);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "runtime/bind_spec.hpp"
+#include "runtime/capabilities.hpp"
 #include "runtime/private_namespaces.hpp"
 
 namespace capsa::runtime {
@@ -31,6 +32,7 @@ struct ActionRequest {
   bool no_eval = false;               // --no-eval: injected variables are taken literally
   std::vector<std::string> scratch;   // -S/--scratch: absolute paths that get a fresh directory each
   std::vector<std::string> libraries;  // --containlibs: host libraries bound into /.singularity.d/libs
+  CapabilityRequest capabilities;      // --no-privs, --keep-privs, --add-caps, --drop-caps
   bool userns = false;             // -u/--userns: a user namespace even for root
   bool cleanenv = false;
   bool no_home = false;
