@@ -63,7 +63,26 @@ struct ActionFlags {
   bool no_privs = false;
   std::vector<std::string> add_caps;
   std::vector<std::string> drop_caps;
+  std::vector<std::string> security;
 };
+
+// --security seccomp:PROFILE (apptainer's other kinds, uid:, gid:, selinux: and
+// apparmor:, are refused in one line): the profile's path.
+std::string seccomp_profile_from(const std::vector<std::string>& options) {
+  std::string profile;
+  for (const std::string& option : options) {
+    auto colon = option.find(':');
+    const std::string kind = option.substr(0, colon);
+    if (kind == "seccomp" && colon != std::string::npos && colon + 1 < option.size()) {
+      profile = option.substr(colon + 1);
+    } else if (kind == "uid" || kind == "gid" || kind == "selinux" || kind == "apparmor") {
+      throw Error("--security " + option + " is not supported (capsa applies seccomp profiles only)");
+    } else {
+      throw Error("--security " + option + ": expected seccomp:PROFILE.json");
+    }
+  }
+  return profile;
+}
 
 // A repeatable flag whose values may be comma lists, else the first of `keys` set in the
 // environment (APPTAINER_KEY or SINGULARITY_KEY), split the same way.
@@ -92,7 +111,6 @@ const std::vector<RefusedFlag>& refused_action_flags() {
       {"--unsquash", false, later},
       {"--disable-cache", false, later},
       {"--allow-setuid", false, "capsa never runs setuid programs as root; images are mounted nosuid"},
-      {"--security", true, later},
       {"--apply-cgroups", true, later},
       {"--blkio-weight", true, later},
       {"--blkio-weight-device", true, later},
@@ -186,6 +204,7 @@ runtime::ActionRequest request_from(const std::string& action, const ActionFlags
   r.capabilities.no_privs = f.no_privs || env_flag("NO_PRIVS");
   r.capabilities.add = list_flag(f.add_caps, {"ADD_CAPS"});
   r.capabilities.drop = list_flag(f.drop_caps, {"DROP_CAPS"});
+  r.seccomp_profile = seccomp_profile_from(list_flag(f.security, {"SECURITY"}));
   r.libraries = list_flag(f.containlibs, {"CONTAINLIBS"});
   r.namespaces.netns_path = !f.netns_path.empty() ? f.netns_path : env_value("NETNS_PATH").value_or("");
   if (!r.namespaces.netns_path.empty() && r.namespaces.net) {
@@ -251,6 +270,8 @@ void add_action(CLI::App& app, const std::string& name, const std::string& descr
   cmd->add_option("--add-caps", flags->add_caps, "Capabilities root keeps with --no-privs, comma separated (root only)")
       ->allow_extra_args(false);
   cmd->add_option("--drop-caps", flags->drop_caps, "Capabilities to drop, comma separated (e.g. CAP_NET_RAW)")
+      ->allow_extra_args(false);
+  cmd->add_option("--security", flags->security, "seccomp:PROFILE.json: an OCI seccomp profile for the command")
       ->allow_extra_args(false);
   cmd->add_option("--netns-path", flags->netns_path, "Join this network namespace (root only), e.g. /run/netns/NAME");
   cmd->add_flag("--no-nv", flags->no_nv, "Do not bring in the NVIDIA driver (undoes APPTAINER_NV)");

@@ -35,6 +35,7 @@
 #include "runtime/mpi_launcher.hpp"
 #include "runtime/namespaces.hpp"
 #include "runtime/private_namespaces.hpp"
+#include "runtime/seccomp_profile.hpp"
 #include "sif/image.hpp"
 #include "squashfs/reader.hpp"
 #include "util/error.hpp"
@@ -311,6 +312,8 @@ void launch(const ActionRequest& r) {
   }
   if (namespaces.net) check_networks(r.networks);
   check_capabilities(r.capabilities, privileged);
+  std::optional<SeccompProfile> seccomp;
+  if (!r.seccomp_profile.empty()) seccomp = SeccompProfile::load(r.seccomp_profile);
   if (!namespaces.hostname.empty()) check_hostname(namespaces.hostname);
   const std::string resolv_conf = r.dns.empty() ? "" : resolv_conf_for(r.dns);
 
@@ -420,6 +423,7 @@ void launch(const ActionRequest& r) {
   if (r.capabilities.any()) apply_capabilities(r.capabilities);
 
   enter_working_directory(r.pwd.empty() ? mounts.cwd : r.pwd, !r.pwd.empty(), mounts.home_destination);
+  if (seccomp) seccomp->install();  // last: what runs after it is reading the environment files and the exec
   if (sif && environment_in_image(plan)) exec_in_container(r, env, sif->files);
   exec_in_container(r, env, image::DirectoryFiles("/"));
 }

@@ -33,6 +33,7 @@ struct ActionRequest {
   std::vector<std::string> scratch;   // -S/--scratch: absolute paths that get a fresh directory each
   std::vector<std::string> libraries;  // --containlibs: host libraries bound into /.singularity.d/libs
   CapabilityRequest capabilities;      // --no-privs, --keep-privs, --add-caps, --drop-caps
+  std::string seccomp_profile;         // --security seccomp:PATH: an OCI seccomp profile
   bool userns = false;             // -u/--userns: a user namespace even for root
   bool cleanenv = false;
   bool no_home = false;
