@@ -113,6 +113,7 @@ BootstrapResult bootstrap(const Stage& stage, const std::string& rootfs, const B
     std::string sif = pull_base_image(result.base_reference, options);
     runtime::unpack_sandbox(sif, rootfs, options.mode);
     if (options.disable_cache) ::unlink(sif.c_str());
+    if (options.fix_perms) give_owner_access(options.mode, rootfs);
   } else if (agent == "localimage") {
     std::string from = stage.get("from");
     if (from.empty()) throw FormatError(at + "Bootstrap: localimage needs a From: header (expected a SIF or a sandbox)");

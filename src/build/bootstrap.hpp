@@ -16,6 +16,7 @@ struct BootstrapOptions {
   runtime::RootMode mode = runtime::RootMode::real_root;
   std::string work_dir;        // the build directory (for a --disable-cache download)
   bool disable_cache = false;
+  bool fix_perms = false;         // a docker base image's files get u+rwX (build --fix-perms)
   pull::RegistryAccess registry;  // for a docker base image
   Progress::Mode progress = Progress::Mode::Log;
   std::string file;            // definition file name, for messages

@@ -201,6 +201,7 @@ BootstrapOptions bootstrap_options(const Context& ctx, const std::string& work) 
   boot.mode = ctx.mode;
   boot.work_dir = work;
   boot.disable_cache = ctx.options.disable_cache;
+  boot.fix_perms = ctx.options.fix_perms;
   boot.registry = ctx.options.registry;
   boot.progress = ctx.progress.mode();
   boot.file = ctx.file;
@@ -306,8 +307,9 @@ BuildResult build(const BuildOptions& options, Progress& progress) {
   BuildResult result;
   result.target = options.target;
 
-  // docker:// -> SIF is a pull: the same file, through the same cache.
-  if (kind == SourceKind::Docker && !options.sandbox) {
+  // docker:// -> SIF is a pull: the same file, through the same cache (unless
+  // --fix-perms has files to change).
+  if (kind == SourceKind::Docker && !options.sandbox && !options.fix_perms) {
     pull::PullOptions pull;
     pull.reference = options.source;
     pull.output = options.target;
@@ -338,6 +340,7 @@ BuildResult build(const BuildOptions& options, Progress& progress) {
     case SourceKind::Docker: {
       runtime::unpack_sandbox(pull_base_image(options.source.substr(9), bootstrap_options(ctx, work.path())), rootfs,
                               ctx.mode);
+      if (options.fix_perms) give_owner_access(ctx.mode, rootfs);
       break;
     }
     case SourceKind::Image:

@@ -32,6 +32,7 @@ struct BuildOptions {
   std::vector<runtime::BindSpec> binds;        // --bind, for %post and %test
   bool nv = false;                             // --nv, for %post and %test
   bool disable_cache = false;
+  bool fix_perms = false;         // --fix-perms: u+rwX on everything a docker base image brings
   pull::RegistryAccess registry;  // --nohttps and credentials, for docker sources
   std::string compression = "zstd";
   std::int64_t time = 0;                       // image time (SOURCE_DATE_EPOCH when set)

@@ -5,6 +5,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <ftw.h>
+
 #include <cerrno>
 #include <cstdlib>
 
@@ -14,6 +16,20 @@
 #include "util/run_program.hpp"
 
 namespace capsa::build {
+
+namespace {
+
+// nftw's callback for give_owner_access (nftw passes no user data, hence a function).
+int add_owner_access(const char* path, const struct stat* st, int type, struct FTW*) {
+  if (type == FTW_SL || type == FTW_SLN) return 0;
+  mode_t mode = st->st_mode & 07777;
+  mode_t wanted = mode | S_IRUSR | S_IWUSR;
+  if (S_ISDIR(st->st_mode) || (mode & (S_IXUSR | S_IXGRP | S_IXOTH)) != 0) wanted |= S_IXUSR;
+  if (wanted != mode && ::chmod(path, wanted) != 0) throw_errno(std::string("--fix-perms: chmod ") + path);
+  return 0;
+}
+
+}  // namespace
 
 int run_program(const std::vector<std::string>& argv, const std::vector<std::string>& env) {
   // exec gives the program default actions for the signals capsa's interrupt handlers catch.
@@ -71,6 +87,14 @@ std::string resolve_in_root(const std::string& rootfs, const std::string& path) 
   std::string out = rootfs;
   for (const std::string& c : resolved) out += "/" + c;
   return out;
+}
+
+void give_owner_access(runtime::RootMode mode, const std::string& rootfs) {
+  // Parents before children (no FTW_DEPTH): a directory becomes searchable before nftw
+  // descends into it.
+  as_build_root(mode, "--fix-perms on " + rootfs, [&] {
+    if (::nftw(rootfs.c_str(), add_owner_access, 64, FTW_PHYS) != 0) throw_errno("--fix-perms: walking " + rootfs);
+  });
 }
 
 void remove_tree(runtime::RootMode mode, const std::string& path) {

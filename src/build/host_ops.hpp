@@ -31,6 +31,11 @@ int run_program_as_build_root(runtime::RootMode mode, const std::vector<std::str
 // open_in_root, whose descriptor walk needs every component to exist.
 std::string resolve_in_root(const std::string& rootfs, const std::string& path);
 
+// build --fix-perms: gives the owner read and write on every file and directory under
+// `rootfs`, and search/execute where anyone already had it or it is a directory (u+rwX),
+// as the build's root; symlinks are left alone.
+void give_owner_access(runtime::RootMode mode, const std::string& rootfs);
+
 // rm -rf as the build's root (files of a subuid build belong to ids the caller is not).
 void remove_tree(runtime::RootMode mode, const std::string& path);
 

@@ -34,6 +34,7 @@ struct BuildFlags {
   std::vector<std::string> binds;
   bool nv = false;
   bool disable_cache = false;
+  bool fix_perms = false;
   RegistryFlags registry;
   bool quiet = false;
   std::string tmpdir;
@@ -73,6 +74,7 @@ build::BuildOptions options_from(const BuildFlags& f) {
     for (auto& spec : runtime::parse_bind_list(b)) o.binds.push_back(spec);
   o.nv = f.nv || env_flag("NV");
   o.disable_cache = f.disable_cache || env_flag("DISABLE_CACHE");
+  o.fix_perms = f.fix_perms || env_flag("FIXPERMS");
   o.registry = registry_access(f.registry);
   o.tmpdir = f.tmpdir;
   o.compression = f.compression;
@@ -88,7 +90,6 @@ const std::vector<RefusedFlag>& refused_build_flags() {
       {"-e,--encrypt", false, "encrypted SIF images are not supported"},
       {"--passphrase", false, "encrypted SIF images are not supported"},
       {"--pem-path", true, "encrypted SIF images are not supported"},
-      {"--fix-perms", false, later},
       {"--mksquashfs-args", true, "capsa packs squashfs itself; use --compression"},
       {"--json", false, later},
       {"--arch", true, later},
@@ -133,6 +134,8 @@ void add_build_command(CLI::App& app) {
   cmd->add_option("-B,--bind", flags->binds, "SRC[:DEST[:ro]] bound during %post and %test (repeatable)");
   cmd->add_flag("--nv", flags->nv, "Make the host's NVIDIA driver available to %post and %test");
   cmd->add_flag("--disable-cache", flags->disable_cache, "Do not use or fill the cache for docker:// sources");
+  cmd->add_flag("--fix-perms", flags->fix_perms,
+                "Give the owner read/write (and search) on everything a docker:// base image brings (u+rwX)");
   add_registry_flags(*cmd, flags->registry);
   cmd->add_option("--tmpdir", flags->tmpdir, "Where the build's temporary tree goes (APPTAINER_TMPDIR, TMPDIR)");
   cmd->add_option("--compression", flags->compression, "Squashfs compression: zstd (default), gzip or xz");

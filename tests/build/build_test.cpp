@@ -331,6 +331,30 @@ TEST_F(Build, SectionRunsOnlyTheNamedSections) {
   EXPECT_NE(failing.err.find("%post failed with exit status 9"), std::string::npos) << failing.err;
 }
 
+TEST_F(Build, FixPermsGivesTheOwnerAccessToWhatADockerImageBrings) {
+  // The layers test image holds /secret with mode 0000 and /private-dir with 0700.
+  auto plain = capsa({"build", "--sandbox", work / "plain", "docker://" + registry("public/layers:latest")});
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  auto fixed =
+      capsa({"build", "--fix-perms", "--sandbox", work / "fixed", "docker://" + registry("public/layers:latest")});
+  ASSERT_EQ(fixed.exit_code, 0) << fixed.err;
+  auto mode_of = [](const std::string& path) {
+    struct stat st {};
+    EXPECT_EQ(::lstat(path.c_str(), &st), 0) << path;
+    return st.st_mode & 07777;
+  };
+  EXPECT_EQ(mode_of(work / "plain/secret"), 0000u);
+  EXPECT_EQ(mode_of(work / "fixed/secret"), 0600u) << "u+rw, no x for a file nobody could run";
+  EXPECT_EQ(mode_of(work / "fixed/private-dir"), 0700u);
+  EXPECT_EQ(mode_of(work / "fixed/bin/tool"), 0755u) << "what had access keeps it";
+  // Into a SIF too (through an unpacked tree, where a plain docker -> SIF build is a pull).
+  auto sif = capsa({"build", "--fix-perms", work / "fixed.sif", "docker://" + registry("public/layers:latest")});
+  ASSERT_EQ(sif.exit_code, 0) << sif.err;
+  auto back = capsa({"build", "--sandbox", work / "from-sif", work / "fixed.sif"});
+  ASSERT_EQ(back.exit_code, 0) << back.err;
+  EXPECT_EQ(mode_of(work / "from-sif/secret"), 0600u);
+}
+
 TEST_F(Build, BusyboxBootstrapFromMirrorUrl) {
   // Debian's static busybox stands for busybox.net's binaries (no network in the tests).
   std::string recipe = def("busybox.def",
