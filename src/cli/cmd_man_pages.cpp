@@ -42,6 +42,14 @@ std::string spaced(const std::vector<std::string>& path) {
   return out;
 }
 
+// A description as a sentence: the program's own leading "capsa: " dropped (NAME already
+// says it), a final full stop added where it has none.
+std::string sentence(std::string text) {
+  if (text.rfind("capsa: ", 0) == 0) text.erase(0, 7);
+  if (!text.empty() && text.back() != '.') text += '.';
+  return text;
+}
+
 std::string upper(std::string text) {
   for (char& c : text) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   return text;
@@ -52,7 +60,7 @@ void write_page(const std::filesystem::path& dir, const CommandInfo& command) {
   std::ofstream out(dir / (name + ".1"));
   out << ".TH " << upper(name) << " 1 \"\" \"capsa " << build_info::version << "\" \"capsa manual\"\n"
       << ".SH NAME\n"
-      << roff(name) << " \\- " << roff(command.description) << "\n"
+      << roff(name) << " \\- " << roff(sentence(command.description)) << "\n"
       << ".SH SYNOPSIS\n"
       << ".B " << roff(spaced(command.path)) << "\n"
       << (command.subcommands.empty() ? "[\\fIFLAGS\\fR] [\\fIARGS\\fR...]\n"
@@ -71,7 +79,7 @@ void write_page(const std::filesystem::path& dir, const CommandInfo& command) {
     out << ".SH COMMANDS\n";
     for (const CommandInfo& sub : command.subcommands)
       out << ".TP\n.B " << roff(sub.path.back()) << "\n"
-          << roff(sub.description) << " See \\fB" << roff(page_name(sub.path)) << "\\fR(1).\n";
+          << roff(sentence(sub.description)) << " See \\fB" << roff(page_name(sub.path)) << "\\fR(1).\n";
   }
   if (!command.flags.empty()) {
     out << ".SH FLAGS\n";
