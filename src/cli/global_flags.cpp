@@ -1,7 +1,6 @@
 #include "cli/global_flags.hpp"
 
 #include "cli/refused_flags.hpp"
-#include "util/error.hpp"
 #include "util/log.hpp"
 
 namespace capsa::cli {
@@ -13,7 +12,6 @@ struct GlobalFlags {
   bool verbose = false;
   bool debug = false;
   bool nocolor = false;
-  std::string config;
 };
 
 GlobalFlags& flags() {
@@ -33,9 +31,6 @@ void apply(const GlobalFlags& f) {
   } else if (f.silent) {
     log::set_level(log::Level::error);
   }
-  if (!f.config.empty())
-    throw Error("-c/--config " + f.config +
-                " is not supported: this version of capsa reads no apptainer.conf; run without it");
 }
 
 }  // namespace
@@ -47,8 +42,8 @@ void add_global_flags(CLI::App& app) {
   app.add_flag("-v,--verbose", f.verbose, "Print additional information");
   app.add_flag("-d,--debug", f.debug, "Print debugging information (highest verbosity)");
   app.add_flag("--nocolor", f.nocolor, "Print without colour (capsa never colours its output)");
-  app.add_option("-c,--config", f.config, "Configuration file (not supported in this version)");
-  add_refused_flags(app, {{"--build-config", false, "capsa's build needs no configuration of its own"}});
+  add_refused_flags(app, {{"-c,--config", true, "this version of capsa reads no apptainer.conf; run without it"},
+                          {"--build-config", false, "capsa's build needs no configuration of its own"}});
   app.parse_complete_callback([] { apply(flags()); });
 }
 
