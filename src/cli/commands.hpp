@@ -14,8 +14,10 @@ void add_version_command(CLI::App& app);
 // ("apptainer version 1.4.5"), capsa's own version under the name capsa.
 std::string version_line(const std::string& program_name);
 void add_cache_command(CLI::App& app);
-// exec, run, shell, test and run-help; only `only` when it names one of them.
-void add_action_commands(CLI::App& app, std::string_view only = {});
+// exec, run, shell, test and run-help; only `only` when it names one of them. With
+// `args` (the lean runner's command line), the flags capsa refuses are registered only
+// when `args` names them (refused_flags.hpp).
+void add_action_commands(CLI::App& app, std::string_view only = {}, const std::vector<std::string>* args = nullptr);
 void add_pull_command(CLI::App& app);
 void add_build_command(CLI::App& app);
 // `completion bash|zsh` and the hidden `man-pages DIR`: generated from `app` itself.

@@ -26,6 +26,6 @@ int main(int argc, char** argv) {
              "Documentation: docs/capsa.md");
   // Only the command being run: setting up the flags of all five is a tenth of a
   // millisecond of every container start. `capsa --help` is capsa-full's.
-  capsa::cli::add_action_commands(app, action);
+  capsa::cli::add_action_commands(app, action, &inv.args);
   return capsa::cli::run_app(app, inv);
 }
