@@ -278,8 +278,10 @@ void add_action(CLI::App& app, const std::string& name, const std::string& descr
   cmd->add_flag("--no-nv", flags->no_nv, "Do not bring in the NVIDIA driver (undoes APPTAINER_NV)");
   cmd->add_flag("--no-rocm", flags->no_rocm, "Do not bring in the ROCm driver (capsa never does without --rocm)");
   add_registry_flags(*cmd, flags->registry);
-  if (args != nullptr) add_refused_flags_in(*cmd, refused_action_flags(), *args);
-  else add_refused_flags(*cmd, refused_action_flags());
+  if (args != nullptr)
+    add_refused_flags_in(*cmd, refused_action_flags(), *args);
+  else
+    add_refused_flags(*cmd, refused_action_flags());
   if (name == "run") add_refused_flags(*cmd, {kRunscriptTimeout});
   if (name == "shell") cmd->add_option("-s,--shell", flags->shell, "Shell to run (also APPTAINER_SHELL)");
   cmd->footer("IMAGE is a SIF file, a sandbox directory, or docker://REF (pulled into the cache first).\n"
@@ -294,7 +296,8 @@ void add_action(CLI::App& app, const std::string& name, const std::string& descr
 
 void add_action_commands(CLI::App& app, std::string_view only, const std::vector<std::string>* args) {
   auto wanted = [only](std::string_view name) { return only.empty() || only == name; };
-  if (wanted("exec")) add_action(app, "exec", "Run a command in a container: exec [FLAGS] IMAGE COMMAND [ARGS...]", args);
+  if (wanted("exec"))
+    add_action(app, "exec", "Run a command in a container: exec [FLAGS] IMAGE COMMAND [ARGS...]", args);
   if (wanted("run")) add_action(app, "run", "Run the image's runscript: run [FLAGS] IMAGE [ARGS...]", args);
   if (wanted("shell")) add_action(app, "shell", "Start an interactive shell in a container: shell [FLAGS] IMAGE", args);
   if (wanted("test")) add_action(app, "test", "Run the image's test script: test [FLAGS] IMAGE", args);

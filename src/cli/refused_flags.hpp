@@ -21,7 +21,8 @@ void add_refused_flags(CLI::App& command, const std::vector<RefusedFlag>& flags)
 // The lean runner's version: registers only those of `flags` that `args` name (as FLAG or
 // FLAG=VALUE). Every container start parses the command line, and registering the forty
 // flags capsa refuses costs more than parsing the few a command line holds.
-void add_refused_flags_in(CLI::App& command, const std::vector<RefusedFlag>& flags, const std::vector<std::string>& args);
+void add_refused_flags_in(CLI::App& command, const std::vector<RefusedFlag>& flags,
+                          const std::vector<std::string>& args);
 
 // Throws capsa::Error "unknown flag --X for exec" when what CLI11 left over starts with
 // a flag: commands that end their flags at IMAGE would take it for the image.
