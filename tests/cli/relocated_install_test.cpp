@@ -94,14 +94,23 @@ TEST(RelocatedInstall, CompletionAndManPagesAreInstalledAndWork) {
       << "flags and their values skipped";
   EXPECT_EQ(complete("apptainer pull --na", 2).out, "--name\n");
 
-  // zsh: the same tables behind compadd (a stub here that prints what it is given).
+  // zsh: the same tables behind compadd (a stub here that prints what it is given; zsh
+  // itself filters by the prefix), for the words before the cursor.
   if (test::have_program("zsh")) {
-    auto zsh = run_process({"zsh", "-c",
-                            "compadd() { shift; print -r -- \"$*\"; }; _files() { print files; }; "
-                            "words=(singularity ex); CURRENT=2; PREFIX=ex; source '" +
-                                (work / "prefix/share/zsh/site-functions/_capsa") + "'"});
-    EXPECT_EQ(zsh.exit_code, 0) << zsh.err;
-    EXPECT_NE(zsh.out.find("exec"), std::string::npos) << zsh.out << zsh.err;
+    auto zsh_offers = [&](const std::string& words, int current, const std::string& prefix) {
+      return run_process({"zsh", "-c",
+                          "compadd() { shift; print -r -- \"$*\"; }; _files() { print files; }; words=(" + words +
+                              "); CURRENT=" + std::to_string(current) + "; PREFIX=" + prefix + "; source '" +
+                              (work / "prefix/share/zsh/site-functions/_capsa") + "'"});
+    };
+    auto top = zsh_offers("singularity ex", 2, "ex");
+    EXPECT_EQ(top.exit_code, 0) << top.err;
+    EXPECT_NE(top.out.find("exec"), std::string::npos) << top.out << top.err;
+    auto sif = zsh_offers("singularity sif a", 3, "a");
+    EXPECT_EQ(sif.out, "new add del dump info setprim header list\n") << "the sif subcommands only: " << sif.err;
+    auto flags = zsh_offers("singularity exec --hostn", 3, "--hostn");
+    EXPECT_NE(flags.out.find("--hostname"), std::string::npos) << flags.out;
+    EXPECT_EQ(flags.out.find(" sif "), std::string::npos) << "exec's flags, not the commands: " << flags.out;
   } else {
     ADD_FAILURE() << "zsh is missing: scripts/install-deps.sh test installs it";
   }
