@@ -41,6 +41,7 @@ if [ "$set_name" = test ]; then
   "
   packages="$packages snakemake cwltool"                   # workflow managers that call `singularity` (tests/workflows)
   packages="$packages zsh man-db"                          # the generated completion and man pages (tests/cli)
+  packages="$packages lmod bash-completion"                # the installed modulefiles, loaded as sites do (tests/cli)
   packages="$packages openmpi-bin libopenmpi-dev"          # MPI: host mpirun, mpicc for mpi_app (tests/mpi, bench/mpi.sh)
   packages="$packages munge slurmctld slurmd slurm-client iproute2" # the private test Slurm cluster (tests/slurm; ss checks its ports)
 fi
