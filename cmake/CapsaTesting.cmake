@@ -62,11 +62,26 @@ set_tests_properties(slurm.start PROPERTIES FIXTURES_SETUP capsa_slurm
 add_test(NAME slurm.stop COMMAND "${CMAKE_SOURCE_DIR}/tests/slurm/stop.sh" "${CAPSA_TEST_SLURM_STATE_DIR}")
 set_tests_properties(slurm.stop PROPERTIES FIXTURES_CLEANUP capsa_slurm)
 
-# capsa_add_test_suite(NAME SOURCES... [ROOT_ONLY] [REGISTRY] [SLURM])
+# A private Grid Engine cell (tests/gridengine/start.sh: sge_qmaster and sge_execd of
+# Debian's gridengine packages, queue capsa.q, parallel environment mpi) on ports 6640 and
+# 6641 unless told otherwise. Started by gridengine.start for the suites declared
+# GRIDENGINE, stopped by gridengine.stop after.
+set(CAPSA_TEST_SGE_PORT 6640 CACHE STRING "qmaster port of the test Grid Engine cell (the execd takes the next)")
+set(CAPSA_TEST_SGE_STATE_DIR "${CMAKE_BINARY_DIR}/test-gridengine" CACHE PATH
+    "State of the test Grid Engine cell: SGE_ROOT, spool, the env file clients source")
+add_test(NAME gridengine.start COMMAND "${CMAKE_SOURCE_DIR}/tests/gridengine/start.sh" "${CAPSA_TEST_SGE_STATE_DIR}")
+set_tests_properties(gridengine.start PROPERTIES FIXTURES_SETUP capsa_gridengine
+                     ENVIRONMENT "CAPSA_TEST_SGE_PORT=${CAPSA_TEST_SGE_PORT}" TIMEOUT 120)
+add_test(NAME gridengine.stop COMMAND "${CMAKE_SOURCE_DIR}/tests/gridengine/stop.sh" "${CAPSA_TEST_SGE_STATE_DIR}")
+set_tests_properties(gridengine.stop PROPERTIES FIXTURES_CLEANUP capsa_gridengine)
+
+# capsa_add_test_suite(NAME SOURCES... [ROOT_ONLY] [REGISTRY] [SLURM] [GRIDENGINE])
 #   SLURM: the suite needs the test Slurm cluster and sees SLURM_CONF (its configuration),
 #   CAPSA_TEST_SLURM_STATE and CAPSA_TEST_SLURM_NODES.
+#   GRIDENGINE: the suite needs the test Grid Engine cell and sees CAPSA_TEST_SGE_ENV (the
+#   file to source before qsub: SGE_ROOT, SGE_CELL and the ports).
 function(capsa_add_test_suite name)
-  cmake_parse_arguments(ARG "ROOT_ONLY;REGISTRY;SLURM" "" "" ${ARGN})
+  cmake_parse_arguments(ARG "ROOT_ONLY;REGISTRY;SLURM;GRIDENGINE" "" "" ${ARGN})
   add_executable(${name}_tests ${ARG_UNPARSED_ARGUMENTS})
   target_link_libraries(${name}_tests PRIVATE capsa_test_support GTest::gtest_main)
   set(env
@@ -92,6 +107,10 @@ function(capsa_add_test_suite name)
       "SLURM_CONF=${CAPSA_TEST_SLURM_STATE_DIR}/slurm.conf"
       "CAPSA_TEST_SLURM_STATE=${CAPSA_TEST_SLURM_STATE_DIR}"
       "CAPSA_TEST_SLURM_NODES=${CAPSA_TEST_SLURM_NODES}")
+  endif()
+  if(ARG_GRIDENGINE)
+    list(APPEND fixtures capsa_gridengine)
+    list(APPEND env "CAPSA_TEST_SGE_ENV=${CAPSA_TEST_SGE_STATE_DIR}/env")
   endif()
   add_test(NAME ${name}.root COMMAND $<TARGET_FILE:${name}_tests>)
   set_tests_properties(${name}.root PROPERTIES ENVIRONMENT "${env}" FIXTURES_REQUIRED "${fixtures}")

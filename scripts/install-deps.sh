@@ -44,6 +44,7 @@ if [ "$set_name" = test ]; then
   packages="$packages lmod bash-completion"                # the installed modulefiles, loaded as sites do (tests/cli)
   packages="$packages openmpi-bin libopenmpi-dev"          # MPI: host mpirun, mpicc for mpi_app (tests/mpi, bench/mpi.sh)
   packages="$packages munge slurmctld slurmd slurm-client iproute2" # the private test Slurm cluster (tests/slurm; ss checks its ports)
+  packages="$packages gridengine-master gridengine-exec gridengine-client" # the private test Grid Engine cell (tests/gridengine)
 fi
 
 missing=""

@@ -21,6 +21,7 @@
 #include <regex>
 #include <set>
 
+#include "mpi_support.hpp"
 #include "support/process.hpp"
 #include "support/temp_dir.hpp"
 #include "support/test_env.hpp"
@@ -32,23 +33,6 @@ namespace {
 using test::ProcessResult;
 using test::run_process;
 using test::TempDir;
-
-std::string mpi_sif() {
-  const char* sif = std::getenv("CAPSA_TEST_MPI_SIF");
-  return sif ? sif : "/nonexistent/mpi.sif";
-}
-
-// The variables a user sets for Open MPI in containers (docs/mpi-and-slurm.md).
-std::vector<std::string> mpi_environment() {
-  std::vector<std::string> env;
-  if (::geteuid() == 0) {
-    env.push_back("OMPI_ALLOW_RUN_AS_ROOT=1");
-    env.push_back("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1");
-  } else {
-    env.push_back("OMPI_MCA_btl_vader_single_copy_mechanism=none");
-  }
-  return env;
-}
 
 // NAME=VALUE variables one test adds (a type of its own, so that a command list cannot be
 // passed in its place).
@@ -63,23 +47,6 @@ ProcessResult run_with_mpi_env(std::vector<std::string> argv, const ExtraEnv& ex
   full.insert(full.end(), extra.vars.begin(), extra.vars.end());
   full.insert(full.end(), argv.begin(), argv.end());
   return run_process(full, "", timeout_seconds);
-}
-
-// "mpi_app: rank R of N on HOST: ok" lines: rank -> host, every rank once.
-std::map<int, std::string> ok_ranks(const std::string& out, int size) {
-  std::map<int, std::string> ranks;
-  std::regex line("mpi_app: rank ([0-9]+) of ([0-9]+) on ([^:]+): ok");
-  for (std::sregex_iterator it(out.begin(), out.end(), line), end; it != end; ++it) {
-    if (std::stoi((*it)[2]) != size) continue;
-    ranks.emplace(std::stoi((*it)[1]), (*it)[3]);
-  }
-  return ranks;
-}
-
-std::set<std::string> hosts_of(const std::map<int, std::string>& ranks) {
-  std::set<std::string> hosts;
-  for (const auto& [rank, host] : ranks) hosts.insert(host);
-  return hosts;
 }
 
 std::vector<std::string> mpirun(int ranks, const std::string& btl) {
