@@ -149,8 +149,8 @@ runtime::ActionRequest request_from(const std::string& action, const ActionFlags
   r.image = rest[0];
   r.args.assign(rest.begin() + 1, rest.end());
   if (action == "exec" && r.args.empty()) throw Error("exec needs a command to run in " + r.image);
-  if (r.image.rfind("docker://", 0) == 0)
-    r.image = image_for_docker_reference(r.image, f.registry, f.quiet || quiet_output());
+  if (r.image.rfind("docker://", 0) == 0 || r.image.rfind("library://", 0) == 0)
+    r.image = image_for_remote_reference(r.image, f.registry, f.quiet || quiet_output());
   // -B wins in order after the environment's binds, as Apptainer merges them.
   r.binds = runtime::binds_from_environment(std::map<std::string, std::string>{
       {"APPTAINER_BIND", env_value("BIND").value_or("")}, {"APPTAINER_BINDPATH", env_value("BINDPATH").value_or("")}});
@@ -284,8 +284,9 @@ void add_action(CLI::App& app, const std::string& name, const std::string& descr
     add_refused_flags(*cmd, refused_action_flags());
   if (name == "run") add_refused_flags(*cmd, {kRunscriptTimeout});
   if (name == "shell") cmd->add_option("-s,--shell", flags->shell, "Shell to run (also APPTAINER_SHELL)");
-  cmd->footer("IMAGE is a SIF file, a sandbox directory, or docker://REF (pulled into the cache first).\n"
-              "Everything after IMAGE is passed to the container.");
+  cmd->footer(
+      "IMAGE is a SIF file, a sandbox directory, or docker://REF or library://REF (pulled into the cache first).\n"
+      "Everything after IMAGE is passed to the container.");
   cmd->callback([cmd, flags, name] {
     if (flags->debug) log::set_level(log::Level::debug);  // the engine's debug messages (util/log.hpp)
     runtime::launch(request_from(name, *flags, cmd->remaining()));

@@ -32,6 +32,7 @@ struct PullFlags {
   std::string compression = "zstd";
   std::string name;
   std::string dir;
+  std::string library;
 };
 
 pull::PullOptions options_from(const PullFlags& f) {
@@ -42,10 +43,11 @@ pull::PullOptions options_from(const PullFlags& f) {
     options.output = f.positionals[0];
     options.reference = f.positionals[1];
   } else {
-    throw Error("pull needs [OUTPUT.sif] docker://REF (see `capsa help pull`)");
+    throw Error("pull needs [OUTPUT.sif] docker://REF|library://REF (see `capsa help pull`)");
   }
-  if (options.reference.rfind("docker://", 0) != 0)
-    throw Error("cannot pull \"" + options.reference + "\": only docker:// references are supported");
+  if (options.reference.rfind("docker://", 0) != 0 && options.reference.rfind("library://", 0) != 0)
+    throw Error("cannot pull \"" + options.reference + "\": use a docker:// or library:// reference");
+  if (!f.library.empty()) options.library = f.library;
   if (!f.name.empty()) options.output = f.name;
   if (!f.dir.empty()) options.output_dir = f.dir;
   options.force = f.force || env_flag("FORCE");
@@ -66,7 +68,6 @@ pull::PullOptions options_from(const PullFlags& f) {
 const std::vector<RefusedFlag>& refused_pull_flags() {
   static const std::string later = "not in this version of capsa yet";
   static const std::vector<RefusedFlag> flags = {
-      {"--library", true, "library:// images are " + later},
       {"--tmpdir", true, later + "; set TMPDIR"},
       {"--docker-host", true, "capsa talks to registries, never to a Docker daemon"},
       {"--no-cleanup", false, later},
@@ -99,8 +100,9 @@ void pull_sandbox(const pull::PullOptions& options, Progress& progress, bool qui
 
 void add_pull_command(CLI::App& app) {
   auto flags = std::make_shared<PullFlags>();
-  auto* cmd = app.add_subcommand("pull", "Pull a docker:// image from an OCI registry into a SIF file");
-  cmd->add_option("args", flags->positionals, "[OUTPUT.sif] docker://REF")->required()->expected(1, 2);
+  auto* cmd =
+      app.add_subcommand("pull", "Pull a docker:// image from an OCI registry, or a library:// image, into a SIF file");
+  cmd->add_option("args", flags->positionals, "[OUTPUT.sif] docker://REF|library://REF")->required()->expected(1, 2);
   cmd->add_flag("-F,--force", flags->force, "Overwrite an existing output file");
   cmd->add_flag("--disable-cache", flags->disable_cache, "Do not use or fill the cache (APPTAINER_DISABLE_CACHE)");
   add_registry_flags(*cmd, flags->registry);
@@ -115,10 +117,14 @@ void add_pull_command(CLI::App& app) {
                   "Apptainer uses; readable by very old kernels), xz (smallest, slowest)");
   cmd->add_option("--name", flags->name, "Output file name (instead of OUTPUT.sif)");
   cmd->add_option("--dir", flags->dir, "Directory to write the output file in");
+  cmd->add_option("--library", flags->library,
+                  "URL of the library for library:// references (APPTAINER_LIBRARY); default: the host the "
+                  "reference names");
   add_refused_flags(*cmd, refused_pull_flags());
   cmd->footer(
       "Credentials: APPTAINER_DOCKER_USERNAME/_PASSWORD (or SINGULARITY_...), --docker-login, or\n"
       "~/.docker/config.json. For NVIDIA NGC use the username '$oauthtoken' and an API key.\n"
+      "library://[HOST/]ENTITY/COLLECTION/CONTAINER[:TAG] pulls from a Library API server (--library URL).\n"
       "Cache: $CAPSA_CACHEDIR, $APPTAINER_CACHEDIR or $SINGULARITY_CACHEDIR; see `capsa help cache`.");
   cmd->callback([flags] {
     bool quiet = flags->quiet || quiet_output();

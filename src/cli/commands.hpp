@@ -24,10 +24,10 @@ void add_build_command(CLI::App& app);
 void add_completion_command(CLI::App& app);
 void add_man_pages_command(CLI::App& app);
 
-// The SIF to run for `exec docker://REF` and the like: docker_image.cpp pulls it into
+// The SIF to run for `exec docker://REF`, `exec library://REF` and the like: docker_image.cpp pulls it into
 // the cache (capsa-full); docker_image_forward.cpp hands the whole command to capsa-full
 // (the lean runner, which has no registry code).
-std::string image_for_docker_reference(const std::string& reference, const RegistryFlags& registry, bool quiet);
+std::string image_for_remote_reference(const std::string& reference, const RegistryFlags& registry, bool quiet);
 
 // Current time in Unix seconds, or SOURCE_DATE_EPOCH when set (reproducible images).
 std::int64_t now_for_images();

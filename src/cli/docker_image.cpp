@@ -8,7 +8,7 @@
 
 namespace capsa::cli {
 
-std::string image_for_docker_reference(const std::string& reference, const RegistryFlags& registry, bool quiet) {
+std::string image_for_remote_reference(const std::string& reference, const RegistryFlags& registry, bool quiet) {
   pull::PullOptions pull_options;
   pull_options.reference = reference;
   pull_options.registry = registry_access(registry);

@@ -4,6 +4,6 @@
 
 namespace capsa::cli {
 
-std::string image_for_docker_reference(const std::string&, const RegistryFlags&, bool) { forward_to_full(); }
+std::string image_for_remote_reference(const std::string&, const RegistryFlags&, bool) { forward_to_full(); }
 
 }  // namespace capsa::cli

@@ -17,9 +17,11 @@
 #include "capsa/version.hpp"
 #include "image/container_files.hpp"
 #include "image/pulled_sif.hpp"
+#include "library/reference.hpp"
 #include "oci/image_config.hpp"
 #include "oci/manifest.hpp"
 #include "oci/select.hpp"
+#include "pull/library_pull.hpp"
 #include "reference/image_reference.hpp"
 #include "registry/client.hpp"
 #include "registry/credentials.hpp"
@@ -58,15 +60,6 @@ struct Session {
 std::string short_digest(const std::string& digest) {
   auto colon = digest.find(':');
   return colon == std::string::npos ? digest : digest.substr(colon + 1, 12);
-}
-
-std::string make_private_cache_root() {
-  const char* tmp = std::getenv("TMPDIR");
-  std::string tmpl = std::string(tmp && *tmp ? tmp : "/var/tmp") + "/capsa-pull-XXXXXX";
-  std::vector<char> buf(tmpl.begin(), tmpl.end());
-  buf.push_back('\0');
-  if (::mkdtemp(buf.data()) == nullptr) throw_errno("creating a temporary directory for --disable-cache");
-  return buf.data();
 }
 
 std::unique_ptr<Session> open_session(const PullOptions& options, Progress& progress) {
@@ -247,7 +240,17 @@ std::string output_path_for(const PullOptions& options, const reference::ImageRe
 
 }  // namespace
 
+std::string make_private_cache_root() {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string tmpl = std::string(tmp && *tmp ? tmp : "/var/tmp") + "/capsa-pull-XXXXXX";
+  std::vector<char> buf(tmpl.begin(), tmpl.end());
+  buf.push_back('\0');
+  if (::mkdtemp(buf.data()) == nullptr) throw_errno("creating a temporary directory for --disable-cache");
+  return buf.data();
+}
+
 std::string output_path(const PullOptions& options) {
+  if (library::is_library_reference(options.reference)) return library_output_path(options);
   return output_path_for(options, reference::parse_image_reference(options.reference));
 }
 
@@ -304,6 +307,7 @@ bool move_out_of_private_cache(const cache::EntryUse& entry, const std::string& 
 }  // namespace
 
 PullResult pull(const PullOptions& options, Progress& progress) {
+  if (library::is_library_reference(options.reference)) return pull_library(options, progress);
   auto session = open_session(options, progress);
   Session& s = *session;
   PullResult result;
@@ -320,6 +324,7 @@ PullResult pull(const PullOptions& options, Progress& progress) {
 }
 
 std::string cached_sif(const PullOptions& options, Progress& progress) {
+  if (library::is_library_reference(options.reference)) return cached_library_sif(options, progress);
   auto session = open_session(options, progress);
   Session& s = *session;
   if (options.disable_cache) throw Error("running a docker:// image needs the cache (drop --disable-cache, or pull first)");

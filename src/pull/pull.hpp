@@ -2,6 +2,7 @@
 // `capsa pull docker://REF`: reference -> manifest -> blobs (cache) -> layers -> squashfs
 // -> SIF (cache) -> output file. Each stage is one call into its own domain; this file
 // only orders them and owns the cache entries and temporaries in between.
+// (`library://REF`: library_pull.hpp.)
 
 #include <optional>
 #include <string>
@@ -33,6 +34,7 @@ struct PullOptions {
   std::optional<oci::Platform> platform;    // --platform / --arch; the host's otherwise
   convert::Compressor compressor = convert::Compressor::Zstd;
   std::optional<std::string> cache_dir;     // overrides the environment (tests)
+  std::optional<std::string> library;       // --library URL, for library:// references
 };
 
 struct PullResult {

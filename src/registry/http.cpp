@@ -231,7 +231,7 @@ void HttpSession::configure(const HttpRequest& request, HeaderList& headers) {
   const char* protocols = options_.insecure_http ? "http,https" : "https";
   curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, protocols);
   curl_easy_setopt(easy, CURLOPT_REDIR_PROTOCOLS_STR, protocols);
-  curl_easy_setopt(easy, CURLOPT_FOLLOWLOCATION, 1L);
+  curl_easy_setopt(easy, CURLOPT_FOLLOWLOCATION, request.follow_redirects ? 1L : 0L);
   curl_easy_setopt(easy, CURLOPT_MAXREDIRS, 10L);
   curl_easy_setopt(easy, CURLOPT_SSL_VERIFYPEER, 1L);
   curl_easy_setopt(easy, CURLOPT_SSL_VERIFYHOST, 2L);

@@ -31,6 +31,9 @@ struct HttpRequest {
   std::size_t max_body = 4 << 20;
   // When set and true, the transfer is aborted (RegistryError kCancelled).
   const std::atomic<bool>* cancel = nullptr;
+  // False: a redirect is returned as it is (the Library API's 303 to its blob store,
+  // which the client downloads from in ranged parts).
+  bool follow_redirects = true;
 };
 
 struct HttpResponse {
