@@ -38,10 +38,12 @@ void write_new_file(const std::string& path, const std::string& content, mode_t 
 
 }  // namespace
 
-std::string pull_base_image(const std::string& reference, const BootstrapOptions& options) {
+std::string pull_base_image(const std::string& reference, const BootstrapOptions& options,
+                            const std::optional<std::string>& library) {
   pull::PullOptions pull;
-  pull.reference = "docker://" + reference;
+  pull.reference = reference.find("://") == std::string::npos ? "docker://" + reference : reference;
   pull.registry = options.registry;
+  pull.library = library;
   try {
     if (!options.disable_cache) return pull::cached_sif_in_subprocess(pull, options.progress);
     pull.disable_cache = true;
@@ -114,6 +116,18 @@ BootstrapResult bootstrap(const Stage& stage, const std::string& rootfs, const B
     runtime::unpack_sandbox(sif, rootfs, options.mode);
     if (options.disable_cache) ::unlink(sif.c_str());
     if (options.fix_perms) give_owner_access(options.mode, rootfs);
+  } else if (agent == "library") {
+    // Apptainer's library agent: From: [library://]ENTITY/COLLECTION/CONTAINER[:TAG], and
+    // an optional Library: URL header naming the library (else --library's environment).
+    std::string from = stage.get("from");
+    if (from.empty())
+      throw FormatError(at + "Bootstrap: library needs a From: header (expected ENTITY/COLLECTION/CONTAINER[:TAG])");
+    result.base_reference = from.rfind("library://", 0) == 0 ? from : "library://" + from;
+    std::string library = stage.get("library");
+    std::string sif = pull_base_image(result.base_reference, options,
+                                      library.empty() ? std::nullopt : std::optional<std::string>(library));
+    runtime::unpack_sandbox(sif, rootfs, options.mode);
+    if (options.disable_cache) ::unlink(sif.c_str());
   } else if (agent == "localimage") {
     std::string from = stage.get("from");
     if (from.empty()) throw FormatError(at + "Bootstrap: localimage needs a From: header (expected a SIF or a sandbox)");
@@ -147,8 +161,9 @@ BootstrapResult bootstrap(const Stage& stage, const std::string& rootfs, const B
       throw FormatError(at + "Bootstrap: busybox needs MirrorURL: (expected the URL of a static busybox binary)");
     bootstrap_busybox(mirror, rootfs, options);
   } else {
-    throw FormatError(at + "Bootstrap: " + agent +
-                      " is not supported by capsa (supported: docker, localimage, scratch, debootstrap, busybox)");
+    throw FormatError(
+        at + "Bootstrap: " + agent +
+        " is not supported by capsa (supported: docker, library, localimage, scratch, debootstrap, busybox)");
   }
   return result;
 }

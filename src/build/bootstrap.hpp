@@ -3,6 +3,7 @@
 // cache), localimage (a SIF, squashfs image or sandbox directory), scratch (empty), and
 // debootstrap (OSVersion, MirrorURL, Include). Anything else is refused by name.
 
+#include <optional>
 #include <string>
 
 #include "build/definition.hpp"
@@ -23,7 +24,7 @@ struct BootstrapOptions {
 };
 
 struct BootstrapResult {
-  std::string base_reference;  // docker: the reference pulled ("" otherwise)
+  std::string base_reference;  // docker, library: the reference pulled ("" otherwise)
 };
 
 // Fills `rootfs` (which must not exist yet) for `stage`.
@@ -32,8 +33,11 @@ BootstrapResult bootstrap(const Stage& stage, const std::string& rootfs, const B
 // Copies a sandbox directory into `rootfs` (must not exist) as the build's root.
 void copy_sandbox(runtime::RootMode mode, const std::string& from, const std::string& rootfs);
 
-// docker://REF pulled (through the cache unless disabled) into a SIF; returns its path
-// (in the cache, or `work_dir`/base.sif). Runs in a child process (the pull uses threads).
-std::string pull_base_image(const std::string& reference, const BootstrapOptions& options);
+// docker://REF (a reference without a scheme is docker://) or library://REF pulled
+// (through the cache unless disabled) into a SIF; returns its path (in the cache, or
+// `work_dir`/base.sif). Runs in a child process (the pull uses threads). `library`: the
+// library's URL for library:// (a definition's Library: header).
+std::string pull_base_image(const std::string& reference, const BootstrapOptions& options,
+                            const std::optional<std::string>& library = std::nullopt);
 
 }  // namespace capsa::build

@@ -4,6 +4,7 @@
 // a wrong checksum, another architecture, a dropped connection). Root and test user.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -134,6 +135,21 @@ TEST_F(LibraryPull, ExecRunsTheImageFromTheCache) {
   EXPECT_TRUE(fs::exists(work / ("cache/blobs/sha256/" + hex)));
   auto second = capsa({"run", "library://capsa/tests/bigbox:1.0", "true"}, {"SINGULARITY_LIBRARY=" + library});
   EXPECT_EQ(second.exit_code, 0) << second.err;
+}
+
+TEST_F(LibraryPull, BuildBootstrapsFromTheLibrary) {
+  work.write("out/lib.def", "Bootstrap: library\nFrom: capsa/tests/bigbox:1.0\nLibrary: " + library +
+                                "\n\n%post\n    echo built on the library image > /built\n");
+  std::vector<std::string> build = {"build"};
+  if (::geteuid() != 0) build.emplace_back("--fakeroot");  // how a user builds
+  build.insert(build.end(), {"built.sif", "lib.def"});
+  auto built = capsa(build);
+  ASSERT_EQ(built.exit_code, 0) << built.err;
+  auto ran = capsa({"exec", "built.sif", "cat", "/built"});
+  EXPECT_EQ(ran.out, "built on the library image\n") << ran.err;
+  auto base = capsa({"inspect", "--labels", "built.sif"});
+  EXPECT_NE(base.out.find("library://capsa/tests/bigbox:1.0"), std::string::npos)
+      << "the base is recorded: " << base.out;
 }
 
 TEST_F(LibraryPull, ADroppedConnectionIsResumed) {
