@@ -248,7 +248,8 @@ void add_action(CLI::App& app, const std::string& name, const std::string& descr
   cmd->add_option("--device", flags->devices,
                   "CDI device VENDOR/CLASS=NAME (e.g. nvidia.com/gpu=all), repeatable or comma-separated")
       ->allow_extra_args(false);
-  cmd->add_option("--cdi-dirs", flags->cdi_dirs, "Directories of CDI specs, comma-separated (default /etc/cdi,/var/run/cdi)")
+  cmd->add_option("--cdi-dirs", flags->cdi_dirs,
+                  "Directories of CDI specs, comma-separated (default /etc/cdi,/var/run/cdi)")
       ->allow_extra_args(false);
   cmd->add_flag("--writable-tmpfs", flags->writable_tmpfs, "Let the container write, to a 64 MiB tmpfs discarded at exit");
   cmd->add_flag("-w,--writable", flags->writable,

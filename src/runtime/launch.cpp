@@ -361,7 +361,8 @@ void launch(const ActionRequest& r) {
   gpu::CdiPlan cdi;
   if (!r.cdi_devices.empty()) {
     std::vector<std::string> warnings;
-    const auto selections = gpu::resolve_cdi_devices(r.cdi_devices, r.cdi_dirs.empty() ? gpu::default_cdi_dirs() : r.cdi_dirs, warnings);
+    const auto selections =
+        gpu::resolve_cdi_devices(r.cdi_devices, r.cdi_dirs.empty() ? gpu::default_cdi_dirs() : r.cdi_dirs, warnings);
     const char* dev = std::getenv("CAPSA_DEV_DIR");
     cdi = gpu::plan_cdi(selections, r.contain, dev && *dev ? dev : "/dev");
     plan.insert(plan.end(), cdi.steps.begin(), cdi.steps.end());
@@ -377,7 +378,8 @@ void launch(const ActionRequest& r) {
   if (nvccli || !cdi.root_hooks.empty())
     before_enter = [&nvccli, &cdi, &session_point](const std::string& root) {
       if (nvccli) gpu::configure_root_with_nvccli(*nvccli, root);
-      if (!cdi.root_hooks.empty()) gpu::run_cdi_hooks(cdi.root_hooks, gpu::write_cdi_bundle(session_point, root), "creating");
+      if (!cdi.root_hooks.empty())
+        gpu::run_cdi_hooks(cdi.root_hooks, gpu::write_cdi_bundle(session_point, root), "creating");
     };
   enter_container_namespaces({::getuid(), ::getgid(), r.userns});
   make_mounts_private();

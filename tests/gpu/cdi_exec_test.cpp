@@ -36,7 +36,9 @@ std::vector<std::string> exec(const std::string& cdi, std::vector<std::string> f
   return args;
 }
 
-std::size_t lines(const std::string& text) { return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')); }
+std::size_t lines(const std::string& text) {
+  return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
+}
 
 // The whole nvidia-ctk-shaped spec in the container, in either format.
 void expect_gpu_all(const std::string& spec) {
@@ -56,7 +58,8 @@ void expect_gpu_all(const std::string& spec) {
             "DEVICES\nOK\nGPU 0: Fake capsa GPU (UUID: GPU-00000000-0000-0000-0000-000000000000)\n"
             "libcuda.so.1\n/usr/lib/x86_64-linux-gnu\nvoid\n"
             // The hooks ran before the command, on the root, with only their own environment.
-            "hook create-symlinks --link libcuda.so.1::/usr/lib/x86_64-linux-gnu/libcuda.so | env NVIDIA_CTK_DEBUG | status creating\n"
+            "hook create-symlinks --link libcuda.so.1::/usr/lib/x86_64-linux-gnu/libcuda.so | env NVIDIA_CTK_DEBUG | "
+            "status creating\n"
             "hook update-ldcache --folder /usr/lib/x86_64-linux-gnu | env | status creating\n"
             "READ-ONLY\n");
 }
@@ -74,8 +77,8 @@ TEST(CdiExec, TheEnvironmentOfTheSpecSurvivesCleanenv) {
   auto r = capsa(exec(cdi, {"--cleanenv", "--device", "example.com/thing=a"}, "echo $COMMON $WHICH"));
   EXPECT_EQ(r.out, "yes a\n") << r.err;
   // The repeatable flag, the comma list and the same device twice.
-  auto twice = capsa(exec(cdi, {"--device", "example.com/thing=a,example.com/thing=a", "--device", "example.com/thing=a"},
-                          "echo $WHICH"));
+  auto twice = capsa(exec(
+      cdi, {"--device", "example.com/thing=a,example.com/thing=a", "--device", "example.com/thing=a"}, "echo $WHICH"));
   EXPECT_EQ(twice.out, "a\n") << twice.err;
 }
 
@@ -90,7 +93,8 @@ TEST(CdiExec, WithoutContainTheHostsOwnNodesAreUsed) {
   auto contained = capsa(exec(cdi, {"--contain", "--device", "example.com/null=n"}, "[ -c /dev/null ] && echo NULL"));
   EXPECT_EQ(contained.out, "NULL\n") << contained.err;
   // A node the host has elsewhere: only a contained /dev can take it.
-  if (!have_device_nodes()) GTEST_SKIP() << "the fake driver's device nodes were not made (fixtures built unprivileged)";
+  if (!have_device_nodes())
+    GTEST_SKIP() << "the fake driver's device nodes were not made (fixtures built unprivileged)";
   if (::access("/dev/nvidiactl", F_OK) == 0) GTEST_SKIP() << "this host has a real /dev/nvidiactl (the fake's numbers)";
   const std::string cdi_v05 = test::cdi_dir(dir, "nvidia-v0.5.json");
   auto refused = capsa(exec(cdi_v05, {"--device", "nvidia.com/gpu=0"}, "echo RAN"));
@@ -109,8 +113,9 @@ TEST(CdiExec, ADeviceNodeThatDoesNotMatchTheSpecIsRefused) {
             R"({"deviceNodes": [{"path": "/dev/null", "type": "c", "major": 195, "minor": 0}]}}]})");
   auto r = capsa(exec(cdi, {"--device", "example.com/null=n"}, "echo RAN"));
   EXPECT_NE(r.exit_code, 0);
-  EXPECT_EQ(r.err, "capsa: error: example.com/null=n (" + cdi + "/wrong.json): device node /dev/null: the spec says c 195:0, "
-                   "/dev/null is c 1:3\n");
+  EXPECT_EQ(r.err, "capsa: error: example.com/null=n (" + cdi +
+                       "/wrong.json): device node /dev/null: the spec says c 195:0, "
+                       "/dev/null is c 1:3\n");
 }
 
 TEST(CdiExec, AStartContainerHookRunsInTheContainerBeforeTheCommand) {
@@ -137,10 +142,11 @@ TEST(CdiExec, MissingOrFailingHooksAreOneLineNamingTheProgram) {
   EXPECT_EQ(missing.out, "");
   EXPECT_EQ(lines(missing.err), 1u) << missing.err;
   if (have_device_nodes()) {  // else the device node is the first thing found missing
-    EXPECT_EQ(missing.err, "capsa: error: createContainer hook of nvidia.com/gpu (" + cdi +
-                               "/nvidia-v0.5.json): /usr/bin/nvidia-ctk-not-installed/nvidia-ctk is not an executable "
-                               "program on this host (install the NVIDIA Container Toolkit, or regenerate the spec with "
-                               "`nvidia-ctk cdi generate`)\n");
+    EXPECT_EQ(missing.err,
+              "capsa: error: createContainer hook of nvidia.com/gpu (" + cdi +
+                  "/nvidia-v0.5.json): /usr/bin/nvidia-ctk-not-installed/nvidia-ctk is not an executable "
+                  "program on this host (install the NVIDIA Container Toolkit, or regenerate the spec with "
+                  "`nvidia-ctk cdi generate`)\n");
   }
   test::TempDir other;
   const std::string failing = test::cdi_dir(other, "");
@@ -160,12 +166,14 @@ TEST(CdiExec, UnknownDevicesAndBrokenSpecsAreOneLine) {
   auto unknown = capsa(exec(cdi, {"--device", "nvidia.com/gpu=7"}, "echo RAN"));
   EXPECT_NE(unknown.exit_code, 0);
   EXPECT_EQ(unknown.out, "");
-  EXPECT_EQ(unknown.err, "capsa: error: --device nvidia.com/gpu=7: the CDI specs of nvidia.com/gpu have no device \"7\" "
-                         "(they have: 0, GPU-00000000-0000-0000-0000-000000000000, all)\n");
+  EXPECT_EQ(unknown.err,
+            "capsa: error: --device nvidia.com/gpu=7: the CDI specs of nvidia.com/gpu have no device \"7\" "
+            "(they have: 0, GPU-00000000-0000-0000-0000-000000000000, all)\n");
   test::TempDir other;
   const std::string broken = test::cdi_dir(other, "");
-  other.write("cdi/nvidia.yaml", "cdiVersion: 0.8.0\nkind: nvidia.com/gpu\ndevices:\n- name: all\n  containerEdits:\n"
-                                 "    deviceNodes:\n    - hostPath: /dev/nvidia0\n");
+  other.write("cdi/nvidia.yaml",
+              "cdiVersion: 0.8.0\nkind: nvidia.com/gpu\ndevices:\n- name: all\n  containerEdits:\n"
+              "    deviceNodes:\n    - hostPath: /dev/nvidia0\n");
   auto r = capsa(exec(broken, {"--device", "nvidia.com/gpu=all"}, "echo RAN"));
   EXPECT_NE(r.exit_code, 0);
   EXPECT_EQ(r.err, "capsa: error: --device nvidia.com/gpu=all: " + broken +
@@ -173,7 +181,8 @@ TEST(CdiExec, UnknownDevicesAndBrokenSpecsAreOneLine) {
   auto none = capsa(exec(other / "nonexistent", {"--device", "nvidia.com/gpu=all"}, "echo RAN"));
   EXPECT_NE(none.exit_code, 0);
   EXPECT_EQ(lines(none.err), 1u) << none.err;
-  EXPECT_NE(none.err.find("no CDI spec in " + other / "nonexistent defines nvidia.com/gpu"), std::string::npos) << none.err;
+  EXPECT_NE(none.err.find("no CDI spec in " + other / "nonexistent defines nvidia.com/gpu"), std::string::npos)
+      << none.err;
 }
 
 TEST(CdiExec, PoststopHooksAreRefused) {
@@ -183,14 +192,16 @@ TEST(CdiExec, PoststopHooksAreRefused) {
                              R"("containerEdits": {"hooks": [{"hookName": "poststop", "path": "/bin/true"}]}}]})");
   auto r = capsa(exec(cdi, {"--device", "example.com/hook=p"}, "echo RAN"));
   EXPECT_NE(r.exit_code, 0);
-  EXPECT_EQ(r.err, "capsa: error: poststop hook of example.com/hook=p (" + cdi + "/stop.json): not supported (capsa "
-                   "becomes the command and keeps no process to run it afterwards)\n");
+  EXPECT_EQ(r.err, "capsa: error: poststop hook of example.com/hook=p (" + cdi +
+                       "/stop.json): not supported (capsa "
+                       "becomes the command and keeps no process to run it afterwards)\n");
 }
 
 TEST(CdiExec, DebugPrintsTheDeviceMounts) {
   test::TempDir dir;
   const std::string cdi = test::cdi_dir(dir, "nvidia-v0.5.json");
-  if (!have_device_nodes()) GTEST_SKIP() << "the fake driver's device nodes were not made (fixtures built unprivileged)";
+  if (!have_device_nodes())
+    GTEST_SKIP() << "the fake driver's device nodes were not made (fixtures built unprivileged)";
   auto r = capsa(exec(cdi, {"--debug", "--contain", "--device", "nvidia.com/gpu=0"}, "true"));
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("bind " + fake_nvidia("dev/nvidia0") + " -> /dev/nvidia0"), std::string::npos) << r.err;

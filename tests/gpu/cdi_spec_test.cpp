@@ -79,18 +79,23 @@ TEST(CdiSpec, MalformedSpecsAreOneLineNamingFileAndEntry) {
             "/etc/cdi/x.json: devices[0].containerEdits.mounts[0]: hostPath is missing");
   EXPECT_EQ(error_of(head + R"({"name": "0", "containerEdits": {"hooks": [{"hookName": "later", "path": "/x"}]}}]})"),
             "/etc/cdi/x.json: devices[0].containerEdits.hooks[0]: hookName \"later\" is not an OCI hook");
-  EXPECT_EQ(error_of(head + R"({"name": "0", "containerEdits": {"hooks": [{"hookName": "createContainer", "path": "x"}]}}]})"),
+  EXPECT_EQ(error_of(head +
+                     R"({"name": "0", "containerEdits": {"hooks": [{"hookName": "createContainer", "path": "x"}]}}]})"),
             "/etc/cdi/x.json: devices[0].containerEdits.hooks[0]: path \"x\" must be absolute");
   EXPECT_EQ(error_of(head + R"({"name": "0", "containerEdits": {"env": ["=x"]}}]})"),
             "/etc/cdi/x.json: devices[0].containerEdits: env: \"=x\" is not NAME=VALUE");
-  EXPECT_EQ(error_of(head + R"({"name": "0", "containerEdits": {"deviceNodes": [{"path": "/dev/x", "major": "a"}]}}]})"),
-            "/etc/cdi/x.json: devices[0].containerEdits.deviceNodes[0]: major must be an integer");
+  EXPECT_EQ(
+      error_of(head + R"({"name": "0", "containerEdits": {"deviceNodes": [{"path": "/dev/x", "major": "a"}]}}]})"),
+      "/etc/cdi/x.json: devices[0].containerEdits.deviceNodes[0]: major must be an integer");
   EXPECT_EQ(error_of(head + R"({"name": "0", "containerEdits": {}}]})"),
             "/etc/cdi/x.json: devices[0]: device \"0\" has no containerEdits");
   EXPECT_EQ(error_of(head + R"({"name": "-x", "containerEdits": {"env": ["A=1"]}}]})"),
             "/etc/cdi/x.json: devices[0]: name \"-x\" is not a valid CDI device name");
-  EXPECT_EQ(error_of(head + R"({"name": "a", "containerEdits": {"env": ["A=1"]}}, {"name": "a", "containerEdits": {"env": ["A=1"]}}]})"),
-            "/etc/cdi/x.json: devices[1]: device \"a\" is defined twice");
+  EXPECT_EQ(
+      error_of(
+          head +
+          R"({"name": "a", "containerEdits": {"env": ["A=1"]}}, {"name": "a", "containerEdits": {"env": ["A=1"]}}]})"),
+      "/etc/cdi/x.json: devices[1]: device \"a\" is defined twice");
   EXPECT_EQ(error_of(R"({"cdiVersion": "0.5.0", "kind": "gpu", "devices": []})"),
             "/etc/cdi/x.json: kind \"gpu\" is not VENDOR/CLASS (e.g. nvidia.com/gpu)");
   EXPECT_EQ(error_of(R"({"cdiVersion": "0.5.0", "kind": "a.com/b", "devices": []})"),
@@ -100,27 +105,36 @@ TEST(CdiSpec, MalformedSpecsAreOneLineNamingFileAndEntry) {
   EXPECT_EQ(error_of(R"({"kind": "a.com/b"})"), "/etc/cdi/x.json: cdiVersion is missing");
   EXPECT_EQ(error_of(R"({"cdiVersion": "0.5.0", "kind": "a.com/b", "devices": [{"name": "x"}], "extra": 1})"),
             "/etc/cdi/x.json: devices[0]: device \"x\" has no containerEdits");
-  EXPECT_EQ(error_of(R"({"cdiVersion": "0.5.0", "kind": "a.com/b", "devices": [{"name": "x", "containerEdits": {"env": ["A=1"]}}], "extra": 1})"),
-            "/etc/cdi/x.json: unknown field \"extra\"");
+  EXPECT_EQ(
+      error_of(
+          R"({"cdiVersion": "0.5.0", "kind": "a.com/b", "devices": [{"name": "x", "containerEdits": {"env": ["A=1"]}}], "extra": 1})"),
+      "/etc/cdi/x.json: unknown field \"extra\"");
   EXPECT_EQ(error_of(R"({"cdiVersion": "0.5.0", )"), "/etc/cdi/x.json: not valid JSON (at byte 25)");
   EXPECT_EQ(error_of("[1, 2]"), "/etc/cdi/x.json: expected an object");
-  EXPECT_EQ(error_of("cdiVersion: 0.5.0\nkind: [a\n", CdiFormat::Yaml).rfind("/etc/cdi/x.json: not valid YAML (line ", 0), 0u);
+  EXPECT_EQ(
+      error_of("cdiVersion: 0.5.0\nkind: [a\n", CdiFormat::Yaml).rfind("/etc/cdi/x.json: not valid YAML (line ", 0),
+      0u);
   EXPECT_EQ(error_of("", CdiFormat::Yaml), "/etc/cdi/x.json: expected an object");
 }
 
 TEST(CdiSpec, FieldsNewerThanTheDeclaredVersionAreRefused) {
   auto spec = [](const std::string& version, const std::string& edits) {
-    return R"({"cdiVersion": ")" + version + R"(", "kind": "a.com/b", "devices": [{"name": "x", "containerEdits": )" + edits + "}]}";
+    return R"({"cdiVersion": ")" + version + R"(", "kind": "a.com/b", "devices": [{"name": "x", "containerEdits": )" +
+           edits + "}]}";
   };
   const std::string host_path = R"({"deviceNodes": [{"path": "/dev/x", "hostPath": "/dev/y"}]})";
   EXPECT_EQ(error_of(spec("0.4.0", host_path)),
-            "/etc/cdi/x.json: devices[0].containerEdits.deviceNodes[0].hostPath needs cdiVersion 0.5.0 or later, the file says 0.4.0");
+            "/etc/cdi/x.json: devices[0].containerEdits.deviceNodes[0].hostPath needs cdiVersion 0.5.0 or later, the "
+            "file says 0.4.0");
   EXPECT_EQ(error_of(spec("0.5.0", host_path)), "no error");
-  EXPECT_EQ(error_of(spec("0.6.0", R"({"additionalGids": [5]})")),
-            "/etc/cdi/x.json: devices[0].containerEdits.additionalGids needs cdiVersion 0.7.0 or later, the file says 0.6.0");
+  EXPECT_EQ(
+      error_of(spec("0.6.0", R"({"additionalGids": [5]})")),
+      "/etc/cdi/x.json: devices[0].containerEdits.additionalGids needs cdiVersion 0.7.0 or later, the file says 0.6.0");
   EXPECT_EQ(error_of(spec("v0.8.0", R"({"additionalGids": [5]})")), "no error");
-  EXPECT_EQ(error_of(R"({"cdiVersion": "0.4.0", "kind": "a.com/b", "devices": [{"name": "0", "containerEdits": {"env": ["A=1"]}}]})"),
-            "/etc/cdi/x.json: devices[0].name starting with a digit needs cdiVersion 0.5.0 or later, the file says 0.4.0");
+  EXPECT_EQ(
+      error_of(
+          R"({"cdiVersion": "0.4.0", "kind": "a.com/b", "devices": [{"name": "0", "containerEdits": {"env": ["A=1"]}}]})"),
+      "/etc/cdi/x.json: devices[0].name starting with a digit needs cdiVersion 0.5.0 or later, the file says 0.4.0");
 }
 
 TEST(CdiName, QualifiedNamesAreSplitAndBadOnesExplained) {
@@ -144,7 +158,8 @@ class CdiRegistry : public ::testing::Test {
  protected:
   std::string spec(const std::string& kind, const std::string& name, const std::string& env) {
     return R"({"cdiVersion": "0.5.0", "kind": ")" + kind + R"(", "devices": [{"name": ")" + name +
-           R"(", "containerEdits": {"env": [")" + env + R"("]}}], "containerEdits": {"env": ["COMMON=)" + kind + R"("]}})";
+           R"(", "containerEdits": {"env": [")" + env + R"("]}}], "containerEdits": {"env": ["COMMON=)" + kind +
+           R"("]}})";
   }
   std::vector<CdiSelection> resolve(const std::vector<std::string>& names) {
     return resolve_cdi_devices(names, {dir / "etc", dir / "run"}, warnings);
@@ -164,7 +179,9 @@ class CdiRegistry : public ::testing::Test {
 
 TEST_F(CdiRegistry, CommonEditsComeOnceBeforeTheFirstDeviceOfTheirSpec) {
   dir.write("etc/a.json", spec("a.com/x", "one", "ONE=1"));
-  dir.write("etc/b.json", R"({"cdiVersion": "0.5.0", "kind": "a.com/x", "devices": [{"name": "two", "containerEdits": {"env": ["TWO=2"]}}]})");
+  dir.write(
+      "etc/b.json",
+      R"({"cdiVersion": "0.5.0", "kind": "a.com/x", "devices": [{"name": "two", "containerEdits": {"env": ["TWO=2"]}}]})");
   auto selections = resolve({"a.com/x=two", "a.com/x=one", "a.com/x=two"});
   ASSERT_EQ(selections.size(), 3u);
   EXPECT_EQ(selections[0].origin, "a.com/x=two (" + dir / "etc/b.json)");
@@ -175,7 +192,8 @@ TEST_F(CdiRegistry, CommonEditsComeOnceBeforeTheFirstDeviceOfTheirSpec) {
 
 TEST_F(CdiRegistry, TheLaterDirectoryWins) {
   dir.write("etc/a.json", spec("a.com/x", "one", "FROM=etc"));
-  dir.write("run/a.yaml", "cdiVersion: 0.5.0\nkind: a.com/x\ndevices:\n- name: one\n  containerEdits:\n    env: [FROM=run]\n");
+  dir.write("run/a.yaml",
+            "cdiVersion: 0.5.0\nkind: a.com/x\ndevices:\n- name: one\n  containerEdits:\n    env: [FROM=run]\n");
   auto selections = resolve({"a.com/x=one"});
   ASSERT_EQ(selections.size(), 1u);  // and not the common edits of the spec that lost
   EXPECT_EQ(selections[0].edits.env, std::vector<std::string>{"FROM=run"});
@@ -186,12 +204,15 @@ TEST_F(CdiRegistry, UnknownNamesAndConflictsAreOneLine) {
   dir.write("etc/a.json", spec("a.com/x", "one", "A=1"));
   dir.write("etc/b.json", spec("a.com/x", "one", "B=1"));
   dir.write("etc/c.json", spec("a.com/y", "two", "C=1"));
-  EXPECT_EQ(error({"a.com/x=one"}), "--device a.com/x=one: defined twice, in " + dir / "etc/a.json and " + dir / "etc/b.json");
-  EXPECT_EQ(error({"a.com/y=three"}), "--device a.com/y=three: the CDI specs of a.com/y have no device \"three\" (they have: two)");
+  EXPECT_EQ(error({"a.com/x=one"}),
+            "--device a.com/x=one: defined twice, in " + dir / "etc/a.json and " + dir / "etc/b.json");
+  EXPECT_EQ(error({"a.com/y=three"}),
+            "--device a.com/y=three: the CDI specs of a.com/y have no device \"three\" (they have: two)");
   EXPECT_EQ(error({"b.com/z=0"}), "--device b.com/z=0: no CDI spec in " + dir / "etc, " + dir / "run" +
                                       " defines b.com/z (generate one, e.g. `nvidia-ctk cdi generate "
                                       "--output=/etc/cdi/nvidia.yaml`, or give --cdi-dirs)");
-  EXPECT_EQ(error({"nvidia.com/gpu"}), "--device nvidia.com/gpu: not a CDI device name: expected VENDOR/CLASS=NAME, e.g. nvidia.com/gpu=all");
+  EXPECT_EQ(error({"nvidia.com/gpu"}),
+            "--device nvidia.com/gpu: not a CDI device name: expected VENDOR/CLASS=NAME, e.g. nvidia.com/gpu=all");
 }
 
 TEST_F(CdiRegistry, AllMeansEveryDeviceOfTheKindWhenTheSpecHasNoDeviceAll) {
@@ -205,15 +226,19 @@ TEST_F(CdiRegistry, AllMeansEveryDeviceOfTheKindWhenTheSpecHasNoDeviceAll) {
 }
 
 TEST_F(CdiRegistry, ABrokenSpecOfTheKindAskedForIsTheError) {
-  dir.write("etc/broken.yaml", "cdiVersion: 0.5.0\nkind: nvidia.com/gpu\ndevices:\n- name: all\n  containerEdits:\n    mounts:\n    - containerPath: /x\n");
+  dir.write("etc/broken.yaml",
+            "cdiVersion: 0.5.0\nkind: nvidia.com/gpu\ndevices:\n- name: all\n  containerEdits:\n    mounts:\n    - "
+            "containerPath: /x\n");
   dir.write("etc/other.json", "{ not json");
   EXPECT_EQ(error({"nvidia.com/gpu=all"}),
-            "--device nvidia.com/gpu=all: " + dir / "etc/broken.yaml: devices[0].containerEdits.mounts[0]: hostPath is missing");
+            "--device nvidia.com/gpu=all: " +
+                dir / "etc/broken.yaml: devices[0].containerEdits.mounts[0]: hostPath is missing");
   // Found in a good spec: the broken one of the same kind is a warning, other kinds' files are not read twice.
   dir.write("run/good.json", spec("nvidia.com/gpu", "all", "A=1"));
   EXPECT_EQ(resolve({"nvidia.com/gpu=all"}).size(), 2u);
   ASSERT_EQ(warnings.size(), 1u);
-  EXPECT_EQ(warnings[0], "ignoring a broken CDI spec: " + dir / "etc/broken.yaml: devices[0].containerEdits.mounts[0]: hostPath is missing");
+  EXPECT_EQ(warnings[0], "ignoring a broken CDI spec: " +
+                             dir / "etc/broken.yaml: devices[0].containerEdits.mounts[0]: hostPath is missing");
 }
 
 }  // namespace

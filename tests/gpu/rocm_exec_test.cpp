@@ -39,7 +39,8 @@ std::vector<std::string> exec(std::vector<std::string> flags, const std::string&
 const std::string kListFixtureLibs = "ls /.singularity.d/libs | grep -e amdocl -e amdhip -e rocr -e CXL -e hsa";
 
 TEST(RocmExec, LibrariesToolsAndLibraryPathAreThere) {
-  auto r = capsa(exec({"--rocm"}, kListFixtureLibs + "; rocm-smi; command -v rocminfo; echo $LD_LIBRARY_PATH; rocm-hello"));
+  auto r =
+      capsa(exec({"--rocm"}, kListFixtureLibs + "; rocm-smi; command -v rocminfo; echo $LD_LIBRARY_PATH; rocm-hello"));
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out,
             "libCXLActivityLogger.so\nlibamdocl64.so\nlibrocr_debug_agent64.so.2\n"
@@ -65,7 +66,8 @@ TEST(RocmExec, TheLibrariesAreReadOnly) {
 }
 
 TEST(RocmExec, NothingIsBoundWithoutRocm) {
-  auto r = capsa(exec({}, "ls /.singularity.d/libs 2>/dev/null; command -v rocm-smi; rocm-hello 2>/dev/null || echo NOLIB"));
+  auto r =
+      capsa(exec({}, "ls /.singularity.d/libs 2>/dev/null; command -v rocm-smi; rocm-hello 2>/dev/null || echo NOLIB"));
   EXPECT_EQ(r.out, "NOLIB\n") << r.err;
 }
 
@@ -94,8 +96,9 @@ TEST(RocmExec, KfdAndDriAreThereUnderContain) {
   if (::access(fake_rocm("dev/kfd").c_str(), F_OK) != 0)
     GTEST_SKIP() << "the fixture's device nodes were not made (mknod needs root when fixtures are built)";
   for (const char* flag : {"--contain", "--containall"}) {
-    auto r = capsa(exec({"--rocm", flag, "--pwd", "/"},
-                        "[ -c /dev/kfd ] && [ -c /dev/dri/card0 ] && [ -c /dev/dri/renderD128 ] && echo DEVICES; rocm-hello"));
+    auto r = capsa(
+        exec({"--rocm", flag, "--pwd", "/"},
+             "[ -c /dev/kfd ] && [ -c /dev/dri/card0 ] && [ -c /dev/dri/renderD128 ] && echo DEVICES; rocm-hello"));
     EXPECT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(r.out, "DEVICES\nOK\n") << flag;
     EXPECT_EQ(r.err, "") << flag;
@@ -116,9 +119,9 @@ TEST(RocmExec, DebugPrintsTheDriverMounts) {
 TEST(RocmExec, NoDriverIsAWarningAndTheCommandRuns) {
   test::TempDir dir;
   std::string list = dir.write("rocmliblist.conf", "rocm-smi\nlibamdocl64.so\nlibhsakmt.so\n");
-  auto r = capsa(exec({"--rocm"}, "echo RAN"), {"CAPSA_ROCMLIBLIST=" + list,
-                                                "CAPSA_LDSO_CACHE=" + test::fake_nvidia("nodriver.ld.so.cache"),
-                                                "PATH=/usr/sbin:/usr/bin:/sbin:/bin"});
+  auto r = capsa(exec({"--rocm"}, "echo RAN"),
+                 {"CAPSA_ROCMLIBLIST=" + list, "CAPSA_LDSO_CACHE=" + test::fake_nvidia("nodriver.ld.so.cache"),
+                  "PATH=/usr/sbin:/usr/bin:/sbin:/bin"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "RAN\n");
   EXPECT_EQ(r.err, "WARNING: --rocm: no ROCm driver libraries or programs found on this host; running without them\n");

@@ -268,8 +268,9 @@ TEST_P(SandboxRun, RocmBindsTheDriverForTheRunOnly) {
   command.mode = mode;
   command.env = kEnv;
   command.rocm = true;
-  command.argv = {"/bin/sh", "-c", "ls /.singularity.d/libs | grep -e amdocl -e rocr > /libs-inside; "
-                                   "test -x /usr/bin/rocm-smi && echo smi-ok >> /libs-inside"};
+  command.argv = {"/bin/sh", "-c",
+                  "ls /.singularity.d/libs | grep -e amdocl -e rocr > /libs-inside; "
+                  "test -x /usr/bin/rocm-smi && echo smi-ok >> /libs-inside"};
   int status = run_in_sandbox(command);
   ::setenv("PATH", old_path.c_str(), 1);
   ::unsetenv("CAPSA_LDSO_CACHE");

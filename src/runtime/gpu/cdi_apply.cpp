@@ -40,15 +40,17 @@ void add_device_node(const CdiDeviceNode& node, const std::string& origin, bool 
   if (wanted != type || (node.major && *node.major != 0 && static_cast<unsigned>(*node.major) != major(st.st_rdev)) ||
       (node.minor && node.major && *node.major != 0 && static_cast<unsigned>(*node.minor) != minor(st.st_rdev)))
     throw Error(what + ": the spec says " + std::string(1, wanted) + " " +
-                (node.major ? std::to_string(*node.major) + ":" + std::to_string(node.minor.value_or(0)) : "?") +
-                ", " + source + " is " + numbers(type, st.st_rdev));
+                (node.major ? std::to_string(*node.major) + ":" + std::to_string(node.minor.value_or(0)) : "?") + ", " +
+                source + " is " + numbers(type, st.st_rdev));
   if (node.path.rfind("/dev/", 0) == 0 && !contain) {
     // The host's /dev is bound whole: the node must be there already, at its own path.
     struct stat there {};
     const std::string in_dev = dev_dir + node.path.substr(4);
     if (::stat(in_dev.c_str(), &there) == 0 && there.st_rdev == st.st_rdev && node_type(there.st_mode) == type) return;
-    throw Error(what + ": the host's /dev is in the container whole and has no such node there; run with --contain "
-                "to place it from " + source);
+    throw Error(what +
+                ": the host's /dev is in the container whole and has no such node there; run with --contain "
+                "to place it from " +
+                source);
   }
   MountStep step{MountStep::Kind::Bind, source, node.path};
   step.directory = false;
@@ -57,7 +59,9 @@ void add_device_node(const CdiDeviceNode& node, const std::string& origin, bool 
 
 void add_mount(const CdiMount& mount, const std::string& origin, CdiPlan& plan) {
   const std::string what = origin + ": mount " + mount.container_path;
-  auto has = [&](const char* option) { return std::find(mount.options.begin(), mount.options.end(), option) != mount.options.end(); };
+  auto has = [&](const char* option) {
+    return std::find(mount.options.begin(), mount.options.end(), option) != mount.options.end();
+  };
   const bool bind = has("bind") || has("rbind");
   if (!bind && !mount.type.empty() && mount.type != "bind" && mount.type != "none")
     throw Error(what + ": mount type \"" + mount.type + "\" is not supported (capsa makes bind mounts only)");
@@ -82,7 +86,9 @@ void add_hook(const CdiHook& hook, const std::string& origin, CdiPlan& plan) {
     const std::string program = hook.path.substr(hook.path.find_last_of('/') + 1);
     const bool nvidia = program == "nvidia-ctk" || program == "nvidia-cdi-hook";
     throw Error(what + ": " + hook.path + " is not an executable program on this host" +
-                (nvidia ? " (install the NVIDIA Container Toolkit, or regenerate the spec with `nvidia-ctk cdi generate`)" : ""));
+                (nvidia
+                     ? " (install the NVIDIA Container Toolkit, or regenerate the spec with `nvidia-ctk cdi generate`)"
+                     : ""));
   }
   plan.root_hooks.push_back({what, hook});
 }
@@ -93,7 +99,8 @@ CdiPlan plan_cdi(const std::vector<CdiSelection>& selections, bool contain, cons
   CdiPlan plan;
   for (const CdiSelection& s : selections) {
     if (s.edits.intel_rdt) throw Error(s.origin + ": intelRdt is not supported (capsa sets up no resctrl group)");
-    if (s.edits.net_devices) throw Error(s.origin + ": netDevices is not supported (capsa moves no network interfaces)");
+    if (s.edits.net_devices)
+      throw Error(s.origin + ": netDevices is not supported (capsa moves no network interfaces)");
     for (const std::string& e : s.edits.env) {
       auto equals = e.find('=');
       plan.env.emplace_back(e.substr(0, equals), e.substr(equals + 1));
@@ -115,7 +122,7 @@ CdiPlan plan_cdi(const std::vector<CdiSelection>& selections, bool contain, cons
 }
 
 std::string write_cdi_bundle(const std::string& session, const std::string& root) {
-  const std::string bundle = session + "/bundle";
+  std::string bundle = session + "/bundle";
   if (::mkdir(bundle.c_str(), 0700) != 0 && errno != EEXIST) throw_errno(bundle);
   nlohmann::json config = {{"ociVersion", "1.0.2"}, {"root", {{"path", root}, {"readonly", false}}}};
   std::ofstream out(bundle + "/config.json");
@@ -153,8 +160,8 @@ void run_cdi_hooks(const std::vector<CdiHookCall>& hooks, const std::string& bun
       std::string said = result.err;
       while (!said.empty() && said.back() == '\n') said.pop_back();
       said = said.substr(said.find_last_of('\n') == std::string::npos ? 0 : said.find_last_of('\n') + 1);
-      throw Error(call.origin + ": " + hook.path + " failed (exit status " + std::to_string(result.status.code()) + ")" +
-                  (said.empty() ? "" : ": " + said));
+      throw Error(call.origin + ": " + hook.path + " failed (exit status " + std::to_string(result.status.code()) +
+                  ")" + (said.empty() ? "" : ": " + said));
     }
   }
 }

@@ -40,8 +40,11 @@ std::string guess_kind(const std::string& text) {
     auto colon = text.find(':', at);
     auto line_end = text.find('\n', at);
     if (colon != std::string::npos && colon < line_end) {
-      std::string rest = text.substr(colon + 1, line_end == std::string::npos ? std::string::npos : line_end - colon - 1);
-      rest.erase(std::remove_if(rest.begin(), rest.end(), [](char c) { return c == '"' || c == '\'' || c == ',' || c == ' ' || c == '\t' || c == '\r'; }),
+      std::string rest =
+          text.substr(colon + 1, line_end == std::string::npos ? std::string::npos : line_end - colon - 1);
+      rest.erase(std::remove_if(
+                     rest.begin(), rest.end(),
+                     [](char c) { return c == '"' || c == '\'' || c == ',' || c == ' ' || c == '\t' || c == '\r'; }),
                  rest.end());
       if (rest.find('/') != std::string::npos) return rest;
     }
@@ -92,7 +95,8 @@ std::string joined(const std::vector<std::string>& items) {
 std::vector<std::string> default_cdi_dirs() { return {"/etc/cdi", "/var/run/cdi"}; }
 
 std::vector<CdiSelection> resolve_cdi_devices(const std::vector<std::string>& names,
-                                              const std::vector<std::string>& dirs, std::vector<std::string>& warnings) {
+                                              const std::vector<std::string>& dirs,
+                                              std::vector<std::string>& warnings) {
   struct Asked {
     std::string text;
     CdiName name;
@@ -101,7 +105,7 @@ std::vector<CdiSelection> resolve_cdi_devices(const std::vector<std::string>& na
   for (const std::string& text : names) {
     std::string why;
     auto name = parse_cdi_name(text, &why);
-    if (!name) throw Error("--device " + text + ": not a CDI device name: " + why);
+    if (!name) throw Error(std::string("--device ").append(text).append(": not a CDI device name: ").append(why));
     asked.push_back({text, *name});
   }
   if (asked.empty()) return {};
@@ -174,7 +178,8 @@ std::vector<CdiSelection> resolve_cdi_devices(const std::vector<std::string>& na
       if (!found.spec->edits.empty())
         selections.push_back({found.spec->kind + " (" + found.spec->path + ")", found.spec->edits});
     }
-    selections.push_back({found.spec->kind + "=" + found.device->name + " (" + found.spec->path + ")", found.device->edits});
+    selections.push_back(
+        {found.spec->kind + "=" + found.device->name + " (" + found.spec->path + ")", found.device->edits});
   }
   return selections;
 }

@@ -70,7 +70,8 @@ json from_yaml(const YAML::Node& node, std::size_t& budget) {
 // Reads one object's fields, rejecting the ones it does not know (the spec's rule).
 class Fields {
  public:
-  Fields(const json& object, std::string where, const std::string& file) : object_(object), where_(std::move(where)), file_(file) {
+  Fields(const json& object, std::string where, const std::string& file)
+      : object_(object), where_(std::move(where)), file_(file) {
     if (!object.is_object()) fail("expected an object");
   }
   ~Fields() = default;
@@ -159,14 +160,14 @@ bool valid_segment(std::string_view s, bool name) {
   if (s.empty()) return false;
   if (!(name ? alnum(s.front()) : std::isalpha(static_cast<unsigned char>(s.front())) != 0)) return false;
   if (!alnum(s.back())) return false;
-  return std::all_of(s.begin(), s.end(), [name](char c) {
-    return alnum(c) || c == '_' || c == '-' || c == '.' || (name && c == ':');
-  });
+  return std::all_of(s.begin(), s.end(),
+                     [name](char c) { return alnum(c) || c == '_' || c == '-' || c == '.' || (name && c == ':'); });
 }
 
 void check_env(Fields& f, const std::vector<std::string>& env, const std::string& key) {
   for (const std::string& e : env)
-    if (e.find('=') == std::string::npos || e.front() == '=') f.fail(key + ": \"" + e + "\" is not NAME=VALUE");
+    if (e.find('=') == std::string::npos || e.front() == '=')
+      f.fail(std::string(key).append(": \"").append(e).append("\" is not NAME=VALUE"));
 }
 
 CdiDeviceNode device_node(const json& value, const std::string& where, const std::string& file, Needs& needs) {
@@ -177,7 +178,7 @@ CdiDeviceNode device_node(const json& value, const std::string& where, const std
   n.host_path = f.string("hostPath", false);
   if (!n.host_path.empty()) needs.at_least("0.5.0", f.at("hostPath"));
   n.type = f.string("type", false);
-  if (n.type != "" && n.type != "b" && n.type != "c" && n.type != "u" && n.type != "p")
+  if (!n.type.empty() && n.type != "b" && n.type != "c" && n.type != "u" && n.type != "p")
     f.fail("type \"" + n.type + "\" is not b, c, u or p");
   n.major = f.integer<std::int64_t>("major");
   n.minor = f.integer<std::int64_t>("minor");
@@ -229,7 +230,8 @@ std::vector<Item> list(Fields& f, const std::string& key, Parse parse) {
   const json* value = f.get(key);
   if (value == nullptr) return out;
   if (!value->is_array()) f.fail(key + " must be a list");
-  for (std::size_t i = 0; i < value->size(); ++i) out.push_back(parse((*value)[i], f.at(key + "[" + std::to_string(i) + "]")));
+  for (std::size_t i = 0; i < value->size(); ++i)
+    out.push_back(parse((*value)[i], f.at(key + "[" + std::to_string(i) + "]")));
   return out;
 }
 
@@ -238,7 +240,8 @@ CdiEdits edits(const json& value, const std::string& where, const std::string& f
   CdiEdits e;
   e.env = f.strings("env");
   check_env(f, e.env, "env");
-  e.device_nodes = list<CdiDeviceNode>(f, "deviceNodes", [&](const json& v, const std::string& w) { return device_node(v, w, file, needs); });
+  e.device_nodes = list<CdiDeviceNode>(
+      f, "deviceNodes", [&](const json& v, const std::string& w) { return device_node(v, w, file, needs); });
   e.mounts = list<CdiMount>(f, "mounts", [&](const json& v, const std::string& w) { return mount(v, w, file, needs); });
   e.hooks = list<CdiHook>(f, "hooks", [&](const json& v, const std::string& w) { return hook(v, w, file); });
   if (const json* gids = f.get("additionalGids")) {
@@ -292,8 +295,8 @@ json parse_tree(std::string_view text, const std::string& path, CdiFormat format
 }  // namespace
 
 bool CdiEdits::empty() const {
-  return env.empty() && device_nodes.empty() && mounts.empty() && hooks.empty() && additional_gids.empty() && !intel_rdt &&
-         !net_devices;
+  return env.empty() && device_nodes.empty() && mounts.empty() && hooks.empty() && additional_gids.empty() &&
+         !intel_rdt && !net_devices;
 }
 
 CdiSpec parse_cdi_spec(std::string_view text, const std::string& path, CdiFormat format) {
@@ -304,8 +307,7 @@ CdiSpec parse_cdi_spec(std::string_view text, const std::string& path, CdiFormat
   Needs needs;
   spec.version = f.string("cdiVersion", true);
   const int declared = version_index(spec.version);
-  if (declared < 0)
-    f.fail("cdiVersion \"" + spec.version + "\" is not a CDI version capsa reads (0.3.0 to 1.1.0)");
+  if (declared < 0) f.fail("cdiVersion \"" + spec.version + "\" is not a CDI version capsa reads (0.3.0 to 1.1.0)");
   spec.kind = f.string("kind", true);
   auto slash = spec.kind.find('/');
   if (slash == std::string::npos || !valid_segment(std::string_view(spec.kind).substr(0, slash), false) ||
@@ -334,7 +336,8 @@ CdiSpec parse_cdi_spec(std::string_view text, const std::string& path, CdiFormat
   }
   f.no_others();
   if (needs.index > declared)
-    f.fail(needs.why + " needs cdiVersion " + std::string(kVersions[needs.index]) + " or later, the file says " + spec.version);
+    f.fail(needs.why + " needs cdiVersion " + std::string(kVersions[needs.index]) + " or later, the file says " +
+           spec.version);
   return spec;
 }
 

@@ -21,8 +21,8 @@ void add_libraries(const std::vector<std::string>& prefixes, const std::vector<C
   std::set<std::string> seen;
   for (const std::string& prefix : prefixes)
     for (const CacheEntry& entry : cache)
-      if (starts_with(entry.name, prefix) && entry.name.find('/') == std::string::npos && starts_with(entry.path, "/") &&
-          seen.insert(entry.name).second && ::access(entry.path.c_str(), R_OK) == 0) {
+      if (starts_with(entry.name, prefix) && entry.name.find('/') == std::string::npos &&
+          starts_with(entry.path, "/") && seen.insert(entry.name).second && ::access(entry.path.c_str(), R_OK) == 0) {
         plan.steps.push_back(read_only_file(entry.path, std::string(kLibsDir) + "/" + entry.name));
         ++plan.libraries;
       }

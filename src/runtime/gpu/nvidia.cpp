@@ -40,7 +40,8 @@ void add_devices(const std::string& dev_dir, DriverPlan& plan) {
 }  // namespace
 
 DriverPlan plan_nvidia(const DriverRequest& r) {
-  DriverPlan plan = plan_driver_files(parse_driver_file_list(read_whole_file(r.list_path)), r.cache_path, r.host_path, "NVIDIA");
+  DriverPlan plan =
+      plan_driver_files(parse_driver_file_list(read_whole_file(r.list_path)), r.cache_path, r.host_path, "NVIDIA");
   if (::access("/var/run/nvidia-persistenced/socket", F_OK) == 0)
     plan.steps.push_back(read_only_file("/var/run/nvidia-persistenced/socket", "/var/run/nvidia-persistenced/socket"));
   if (r.contain) add_devices(r.dev_dir, plan);

@@ -8,7 +8,8 @@
 namespace capsa::runtime::gpu {
 
 DriverPlan plan_rocm(const DriverRequest& r) {
-  DriverPlan plan = plan_driver_files(parse_driver_file_list(read_whole_file(r.list_path)), r.cache_path, r.host_path, "ROCm");
+  DriverPlan plan =
+      plan_driver_files(parse_driver_file_list(read_whole_file(r.list_path)), r.cache_path, r.host_path, "ROCm");
   if (r.contain) {
     // Apptainer binds the whole /dev/dri (every card and render node) and /dev/kfd.
     struct stat st {};
@@ -21,7 +22,7 @@ DriverPlan plan_rocm(const DriverRequest& r) {
     }
   }
   if (plan.libraries == 0 && plan.programs == 0 && plan.warnings.empty())
-    plan.warnings.push_back("--rocm: no ROCm driver libraries or programs found on this host; running without them");
+    plan.warnings.emplace_back("--rocm: no ROCm driver libraries or programs found on this host; running without them");
   return plan;
 }
 
