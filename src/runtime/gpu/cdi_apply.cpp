@@ -16,6 +16,13 @@
 namespace capsa::runtime::gpu {
 namespace {
 
+// A later edit for the same container path replaces the earlier one, as the reference
+// library's spec editor does (a node both "0" and "all" list, asked for twice).
+void put(CdiPlan& plan, MountStep step) {
+  std::erase_if(plan.steps, [&](const MountStep& earlier) { return earlier.target == step.target; });
+  plan.steps.push_back(std::move(step));
+}
+
 char node_type(mode_t mode) {
   if (S_ISCHR(mode)) return 'c';
   if (S_ISBLK(mode)) return 'b';
@@ -39,9 +46,9 @@ void add_device_node(const CdiDeviceNode& node, const std::string& origin, bool 
   const char wanted = node.type == "u" ? 'c' : node.type.empty() ? type : node.type[0];
   if (wanted != type || (node.major && *node.major != 0 && static_cast<unsigned>(*node.major) != major(st.st_rdev)) ||
       (node.minor && node.major && *node.major != 0 && static_cast<unsigned>(*node.minor) != minor(st.st_rdev)))
-    throw Error(what + ": the spec says " + std::string(1, wanted) + " " +
-                (node.major ? std::to_string(*node.major) + ":" + std::to_string(node.minor.value_or(0)) : "?") + ", " +
-                source + " is " + numbers(type, st.st_rdev));
+    throw Error(what + ": the spec says " + std::string(1, wanted) +
+                (node.major ? " " + std::to_string(*node.major) + ":" + std::to_string(node.minor.value_or(0)) : "") +
+                ", " + source + " is " + numbers(type, st.st_rdev));
   if (node.path.rfind("/dev/", 0) == 0 && !contain) {
     // The host's /dev is bound whole: the node must be there already, at its own path.
     struct stat there {};
@@ -54,7 +61,7 @@ void add_device_node(const CdiDeviceNode& node, const std::string& origin, bool 
   }
   MountStep step{MountStep::Kind::Bind, source, node.path};
   step.directory = false;
-  plan.steps.push_back(step);
+  put(plan, step);
 }
 
 void add_mount(const CdiMount& mount, const std::string& origin, CdiPlan& plan) {
@@ -71,7 +78,7 @@ void add_mount(const CdiMount& mount, const std::string& origin, CdiPlan& plan) 
                  mount.container_path};
   step.read_only = has("ro");
   step.user_requested = true;  // with --writable a missing target is an error, as for -B
-  plan.steps.push_back(step);
+  put(plan, step);
 }
 
 void add_hook(const CdiHook& hook, const std::string& origin, CdiPlan& plan) {
