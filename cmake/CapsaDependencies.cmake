@@ -2,6 +2,8 @@
 find_package(PkgConfig REQUIRED)
 find_package(OpenSSL REQUIRED)
 find_package(nlohmann_json 3.10 REQUIRED)
+# CDI device specs written as YAML (runtime/gpu/cdi_spec.cpp)
+find_package(yaml-cpp 0.7 REQUIRED)
 # Debian names the module libsquashfs1; upstream builds name it libsquashfs.
 pkg_search_module(SQUASHFS REQUIRED IMPORTED_TARGET libsquashfs1 libsquashfs)
 # seccomp filters for emulated fakeroot builds (runtime/seccomp_fakeroot.cpp)

@@ -169,6 +169,7 @@ int run_in_build_container(const Context& ctx, const std::string& rootfs, std::v
   command.binds = ctx.options.binds;
   command.mode = ctx.mode;
   command.nv = ctx.options.nv;
+  command.rocm = ctx.options.rocm;
   return runtime::run_in_sandbox(command);
 }
 

@@ -31,6 +31,7 @@ struct BuildOptions {
   bool warn_unused_build_args = false;
   std::vector<runtime::BindSpec> binds;        // --bind, for %post and %test
   bool nv = false;                             // --nv, for %post and %test
+  bool rocm = false;                           // --rocm, for %post and %test
   bool disable_cache = false;
   bool fix_perms = false;         // --fix-perms: u+rwX on everything a docker base image brings
   pull::RegistryAccess registry;  // --nohttps and credentials, for docker sources

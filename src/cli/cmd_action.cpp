@@ -38,6 +38,9 @@ struct ActionFlags {
   bool writable = false;
   bool nv = false;
   bool nvccli = false;
+  bool rocm = false;
+  std::vector<std::string> devices;
+  std::vector<std::string> cdi_dirs;
   bool userns = false;
   bool debug = false;
   bool quiet = false;
@@ -105,7 +108,6 @@ const std::vector<RefusedFlag>& refused_action_flags() {
       {"--app", true, later + "; SCIF apps run with `exec IMAGE /scif/apps/NAME/...`"},
       {"-o,--overlay", true, later},
       {"-f,--fakeroot", false, later + "; `capsa build --fakeroot` builds as root-in-the-container"},
-      {"--rocm", false, later},
       {"--fusemount", true, later},
       {"--tmpdir", true, later},
       {"--unsquash", false, later},
@@ -179,6 +181,9 @@ runtime::ActionRequest request_from(const std::string& action, const ActionFlags
   const bool no_nv = f.no_nv || env_flag("NV_OFF") || env_flag("NO_NV");
   r.nv = (f.nv || env_flag("NV")) && !no_nv;
   r.nvccli = (f.nvccli || env_flag("NVCCLI")) && !no_nv;
+  r.rocm = (f.rocm || env_flag("ROCM")) && !(f.no_rocm || env_flag("ROCM_OFF") || env_flag("NO_ROCM"));
+  r.cdi_devices = list_flag(f.devices, {});
+  r.cdi_dirs = list_flag(f.cdi_dirs, {});
   // --compat is --containall --no-init --no-umask --no-eval --writable-tmpfs (action_flags.go).
   const bool compat = f.compat || env_flag("COMPAT");
   if (compat) {
@@ -239,6 +244,13 @@ void add_action(CLI::App& app, const std::string& name, const std::string& descr
   cmd->add_option("-W,--workdir", flags->workdir, "Host directory backing /tmp and /var/tmp (and home with --contain)");
   cmd->add_flag("--nv", flags->nv, "Bring in the host's NVIDIA driver, tools and devices (also APPTAINER_NV)");
   cmd->add_flag("--nvccli", flags->nvccli, "Set up the NVIDIA driver with nvidia-container-cli (also APPTAINER_NVCCLI)");
+  cmd->add_flag("--rocm", flags->rocm, "Bring in the host's AMD ROCm driver, tools and devices (also APPTAINER_ROCM)");
+  cmd->add_option("--device", flags->devices,
+                  "CDI device VENDOR/CLASS=NAME (e.g. nvidia.com/gpu=all), repeatable or comma-separated")
+      ->allow_extra_args(false);
+  cmd->add_option("--cdi-dirs", flags->cdi_dirs,
+                  "Directories of CDI specs, comma-separated (default /etc/cdi,/var/run/cdi)")
+      ->allow_extra_args(false);
   cmd->add_flag("--writable-tmpfs", flags->writable_tmpfs, "Let the container write, to a 64 MiB tmpfs discarded at exit");
   cmd->add_flag("-w,--writable", flags->writable,
                 "Run a sandbox directory read-write: writes land in it (also APPTAINER_WRITABLE)");
@@ -276,7 +288,7 @@ void add_action(CLI::App& app, const std::string& name, const std::string& descr
       ->allow_extra_args(false);
   cmd->add_option("--netns-path", flags->netns_path, "Join this network namespace (root only), e.g. /run/netns/NAME");
   cmd->add_flag("--no-nv", flags->no_nv, "Do not bring in the NVIDIA driver (undoes APPTAINER_NV)");
-  cmd->add_flag("--no-rocm", flags->no_rocm, "Do not bring in the ROCm driver (capsa never does without --rocm)");
+  cmd->add_flag("--no-rocm", flags->no_rocm, "Do not bring in the ROCm driver (undoes APPTAINER_ROCM)");
   add_registry_flags(*cmd, flags->registry);
   if (args != nullptr)
     add_refused_flags_in(*cmd, refused_action_flags(), *args);

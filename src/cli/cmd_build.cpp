@@ -33,6 +33,7 @@ struct BuildFlags {
   bool warn_unused_build_args = false;
   std::vector<std::string> binds;
   bool nv = false;
+  bool rocm = false;
   bool disable_cache = false;
   bool fix_perms = false;
   RegistryFlags registry;
@@ -73,6 +74,7 @@ build::BuildOptions options_from(const BuildFlags& f) {
   for (const auto& b : f.binds)
     for (auto& spec : runtime::parse_bind_list(b)) o.binds.push_back(spec);
   o.nv = f.nv || env_flag("NV");
+  o.rocm = f.rocm || env_flag("ROCM");
   o.disable_cache = f.disable_cache || env_flag("DISABLE_CACHE");
   o.fix_perms = f.fix_perms || env_flag("FIXPERMS");
   o.registry = registry_access(f.registry);
@@ -99,7 +101,6 @@ const std::vector<RefusedFlag>& refused_build_flags() {
       {"-u,--update", false, later},
       {"--docker-host", true, "capsa talks to registries, never to a Docker daemon"},
       {"--nvccli", false, later + "; use --nv"},
-      {"--rocm", false, later},
       {"--mount", true, later + "; use -B"},
       {"--writable-tmpfs", false, later},
       {"--userns", false, later + "; capsa builds in a user namespace whenever it is not root"},
@@ -133,6 +134,7 @@ void add_build_command(CLI::App& app) {
                 "Warn instead of failing when a build argument is not used");
   cmd->add_option("-B,--bind", flags->binds, "SRC[:DEST[:ro]] bound during %post and %test (repeatable)");
   cmd->add_flag("--nv", flags->nv, "Make the host's NVIDIA driver available to %post and %test");
+  cmd->add_flag("--rocm", flags->rocm, "Make the host's AMD ROCm driver available to %post and %test");
   cmd->add_flag("--disable-cache", flags->disable_cache, "Do not use or fill the cache for docker:// sources");
   cmd->add_flag("--fix-perms", flags->fix_perms,
                 "Give the owner read/write (and search) on everything a docker:// base image brings (u+rwX)");

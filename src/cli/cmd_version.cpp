@@ -16,7 +16,7 @@ constexpr const char* kFeatures[] = {
     "pull: docker:// from OCI/Docker registries (token, basic, credential helpers), verified, cached",
     "run: exec/run/shell/test, root (kernel squashfs, shared loop devices) and unprivileged (own FUSE server)",
     "build: definition files (docker, debootstrap, localimage, scratch), --fakeroot, --sandbox",
-    "gpu: --nv (nvliblist.conf), --nvccli",
+    "gpu: --nv (nvliblist.conf), --nvccli, --rocm (rocmliblist.conf), --device (CDI)",
     "mpi: one container per rank under srun (PMIx, PMI2) and mpirun",
     "cache: shared, content-addressed, locked (capsa cache list/clean)",
 };

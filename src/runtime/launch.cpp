@@ -26,9 +26,11 @@
 #include "runtime/container_root.hpp"
 #include "runtime/env_script.hpp"
 #include "runtime/environment.hpp"
+#include "runtime/gpu/cdi_apply.hpp"
 #include "runtime/gpu/ldso_cache.hpp"
 #include "runtime/gpu/nvccli.hpp"
 #include "runtime/gpu/nvidia.hpp"
+#include "runtime/gpu/rocm.hpp"
 #include "runtime/identity_files.hpp"
 #include "runtime/image_mount.hpp"
 #include "runtime/mount_plan.hpp"
@@ -170,7 +172,7 @@ void execute(const std::string& program, const std::vector<std::string>& argv_st
 
 [[noreturn]] void exec_in_container(const ActionRequest& r, const ComposedEnvironment& env,
                                     const image::ImageFiles& environment_files) {
-  const bool bound_libraries = r.nv || r.nvccli || !r.libraries.empty();
+  const bool bound_libraries = r.nv || r.nvccli || r.rocm || !r.libraries.empty();
   const ActionScriptInput script_input{r.action, &env.process, &env.injected, bound_libraries, !r.no_eval};
   if (::access("/bin/sh", X_OK) != 0) exec_without_shell(r, script_input, environment_files);
   if (r.action == "exec") {
@@ -342,20 +344,43 @@ void launch(const ActionRequest& r) {
   const EnvMap host_environment = current_environment();
   const Launcher launcher = detect_launcher(host_environment);
   for (MountStep& step : launcher_mounts(launcher, host_environment)) plan.push_back(std::move(step));
-  std::function<void(const std::string&)> before_enter;
+  std::optional<gpu::NvccliRequest> nvccli;
+  std::vector<gpu::DriverPlan> drivers;
   if (r.nvccli) {
     // nvidia-container-cli writes the driver into the root: it needs a writable one.
-    gpu::NvccliRequest nvccli = gpu::nvccli_request(gpu::require_nvidia_container_cli(host_path()), r.contain, !privileged);
+    nvccli = gpu::nvccli_request(gpu::require_nvidia_container_cli(host_path()), r.contain, !privileged);
     if (!r.writable) writable_tmpfs = true;
-    before_enter = [nvccli](const std::string& root) { gpu::configure_root_with_nvccli(nvccli, root); };
   } else if (r.nv) {
-    gpu::NvidiaPlan nvidia = gpu::plan_nvidia(gpu::host_nvidia_request(r.contain));
-    plan.insert(plan.end(), nvidia.steps.begin(), nvidia.steps.end());
-    for (const auto& warning : nvidia.warnings) log::warning(warning);
+    drivers.push_back(gpu::plan_nvidia(gpu::host_nvidia_request(r.contain)));
+  }
+  if (r.rocm) drivers.push_back(gpu::plan_rocm(gpu::host_rocm_request(r.contain)));
+  for (const gpu::DriverPlan& driver : drivers) {
+    plan.insert(plan.end(), driver.steps.begin(), driver.steps.end());
+    for (const auto& warning : driver.warnings) log::warning(warning);
+  }
+  gpu::CdiPlan cdi;
+  if (!r.cdi_devices.empty()) {
+    std::vector<std::string> warnings;
+    const auto selections =
+        gpu::resolve_cdi_devices(r.cdi_devices, r.cdi_dirs.empty() ? gpu::default_cdi_dirs() : r.cdi_dirs, warnings);
+    const char* dev = std::getenv("CAPSA_DEV_DIR");
+    cdi = gpu::plan_cdi(selections, r.contain, dev && *dev ? dev : "/dev");
+    plan.insert(plan.end(), cdi.steps.begin(), cdi.steps.end());
+    for (const auto& warning : warnings) log::warning(warning);
+    for (const auto& warning : cdi.warnings) log::warning(warning);
+    if (cdi.writes_root() && !r.writable) writable_tmpfs = true;  // the hooks write into the root
   }
   if (log::enabled(log::Level::debug)) log::debug("mount plan\n" + describe(plan));
 
   const std::string session_point = session_mount_point();
+  // On the mounted root, before capsa enters it: --nvccli, then the CDI hooks.
+  std::function<void(const std::string&)> before_enter;
+  if (nvccli || !cdi.root_hooks.empty())
+    before_enter = [&nvccli, &cdi, &session_point](const std::string& root) {
+      if (nvccli) gpu::configure_root_with_nvccli(*nvccli, root);
+      if (!cdi.root_hooks.empty())
+        gpu::run_cdi_hooks(cdi.root_hooks, gpu::write_cdi_bundle(session_point, root), "creating");
+    };
   enter_container_namespaces({::getuid(), ::getgid(), r.userns});
   make_mounts_private();
   // The image's own files capsa needs are read on a thread of its own while the image is
@@ -402,6 +427,7 @@ void launch(const ActionRequest& r) {
   ComposedEnvironment env = compose_environment(env_request);
   if (!r.shell.empty()) env.process["APPTAINER_SHELL"] = env.process["SINGULARITY_SHELL"] = r.shell;
   if (r.nv || r.nvccli) pass_gpu_selection(env_request.host, env);
+  for (const auto& [name, value] : cdi.env) env.process[name] = value;  // as the spec says, also with --cleanenv
   if (r.no_eval) env.process["APPTAINER_NO_EVAL"] = env.process["SINGULARITY_NO_EVAL"] = "1";
   for (const auto& warning : env.warnings) log::warning(warning);
   if (auto warning = cleanenv_drops_launcher(launcher, r.cleanenv)) log::warning(*warning);
@@ -423,6 +449,7 @@ void launch(const ActionRequest& r) {
   if (r.capabilities.any()) apply_capabilities(r.capabilities);
 
   enter_working_directory(r.pwd.empty() ? mounts.cwd : r.pwd, !r.pwd.empty(), mounts.home_destination);
+  if (!cdi.start_hooks.empty()) gpu::run_cdi_hooks(cdi.start_hooks, session_point + "/bundle", "created");
   if (seccomp) seccomp->install();  // last: what runs after it is reading the environment files and the exec
   if (sif && environment_in_image(plan)) exec_in_container(r, env, sif->files);
   exec_in_container(r, env, image::DirectoryFiles("/"));

@@ -42,6 +42,9 @@ struct ActionRequest {
   std::vector<std::string> no_mount;  // --no-mount values (comma lists allowed)
   bool nv = false;                 // --nv: the host's NVIDIA driver (docs/gpu.md)
   bool nvccli = false;             // --nvccli: the same through nvidia-container-cli
+  bool rocm = false;               // --rocm: the host's AMD ROCm driver
+  std::vector<std::string> cdi_devices;  // --device VENDOR/CLASS=NAME (CDI, docs/gpu.md)
+  std::vector<std::string> cdi_dirs;     // --cdi-dirs; empty: /etc/cdi, /var/run/cdi
 };
 
 // Never returns: execs the command, or throws before anything was changed on the host.

@@ -14,6 +14,7 @@
 
 #include "runtime/container_root.hpp"
 #include "runtime/gpu/nvidia.hpp"
+#include "runtime/gpu/rocm.hpp"
 #include "runtime/host_source.hpp"
 #include "runtime/mount_plan.hpp"
 #include "runtime/namespaces.hpp"
@@ -71,10 +72,12 @@ std::vector<MountStep> sandbox_plan(const SandboxCommand& command) {
     step.read_only = bind.read_only;
     steps.push_back(step);
   }
-  if (command.nv) {
-    gpu::NvidiaPlan nvidia = gpu::plan_nvidia(gpu::host_nvidia_request(false));
-    steps.insert(steps.end(), nvidia.steps.begin(), nvidia.steps.end());
-    for (const auto& warning : nvidia.warnings) log::warning(warning);
+  std::vector<gpu::DriverPlan> drivers;
+  if (command.nv) drivers.push_back(gpu::plan_nvidia(gpu::host_nvidia_request(false)));
+  if (command.rocm) drivers.push_back(gpu::plan_rocm(gpu::host_rocm_request(false)));
+  for (const gpu::DriverPlan& driver : drivers) {
+    steps.insert(steps.end(), driver.steps.begin(), driver.steps.end());
+    for (const auto& warning : driver.warnings) log::warning(warning);
   }
   return steps;
 }

@@ -35,6 +35,7 @@ struct SandboxCommand {
   std::vector<BindSpec> binds;         // the build's --bind list (destinations created in rootfs if missing)
   RootMode mode = RootMode::real_root;
   bool nv = false;                     // bind the host's NVIDIA driver files (as `exec --nv`)
+  bool rocm = false;                   // bind the host's ROCm driver files (as `exec --rocm`)
   std::string cwd = "/";               // inside the container
 };
 

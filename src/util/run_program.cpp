@@ -31,18 +31,19 @@ Process spawn(const Command& command, const ChildOptions& options) {
   // Built before the fork: the child only redirects and executes.
   std::vector<char*> argv = exec_array(command.argv);
   std::vector<char*> envp = command.env ? exec_array(*command.env) : std::vector<char*>{};
+  const char* file = command.program.empty() ? argv[0] : command.program.c_str();
   ChildOptions named = options;
-  named.name = argv[0];
+  named.name = file;
   Process child = Process::fork(named);
   if (child.in_child()) {
     const int redirections[3] = {command.stdin_fd, command.stdout_fd, command.stderr_fd};
     for (int target = 0; target < 3; ++target)
       if (redirections[target] >= 0 && ::dup2(redirections[target], target) < 0) ::_exit(127);
     if (command.env)
-      ::execvpe(argv[0], argv.data(), envp.data());
+      ::execvpe(file, argv.data(), envp.data());
     else
-      ::execvp(argv[0], argv.data());
-    log::error({"cannot run ", argv[0], ": ", std::strerror(errno)});
+      ::execvp(file, argv.data());
+    log::error({"cannot run ", file, ": ", std::strerror(errno)});
     ::_exit(127);
   }
   return child;
@@ -142,8 +143,8 @@ Captured run_captured(const Command& command, const std::string& input, const Ca
   out.write_end.reset();
   err.write_end.reset();
   Captured result;
-  exchange(std::move(in.write_end), std::move(out.read_end), std::move(err.read_end), input, limits, command.argv[0],
-           result);
+  exchange(std::move(in.write_end), std::move(out.read_end), std::move(err.read_end), input, limits,
+           command.program.empty() ? command.argv[0] : command.program, result);
   result.status = child.wait();
   return result;
 }

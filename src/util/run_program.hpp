@@ -18,6 +18,7 @@ std::vector<char*> exec_array(const std::vector<std::string>& strings);
 
 struct Command {
   std::vector<std::string> argv{};                // argv[0] is looked up in PATH unless it holds a '/'
+  std::string program{};                          // when set: executed instead of argv[0] (OCI hooks name both)
   std::optional<std::vector<std::string>> env{};  // the whole environment (K=V); none: the caller's
   // Made the child's standard input, output and error; -1: inherited.
   int stdin_fd = -1;

@@ -1,6 +1,7 @@
 #pragma once
-// The fake NVIDIA driver built by tests/fixtures/make-fake-nvidia.sh, and an ld.so cache
-// naming its libraries, made by the real ldconfig for this test process.
+// The fake NVIDIA and ROCm drivers built by tests/fixtures/make-fake-nvidia.sh and
+// make-fake-rocm.sh, and ld.so caches naming their libraries, made by the real ldconfig
+// for this test process.
 #include <cstdio>
 #include <string>
 
@@ -25,6 +26,22 @@ inline std::string fake_cache() {
     auto made = run_process({"/sbin/ldconfig", "-X", "-C", dir / "ld.so.cache", "-f", conf});
     if (made.exit_code != 0) std::fprintf(stderr, "ldconfig failed: %s\n", made.err.c_str());
     std::remove((gone + "/libnvidia-cfg.so.1").c_str());
+    return dir / "ld.so.cache";
+  }();
+  return cache;
+}
+
+inline std::string fake_rocm(const std::string& relative = "") {
+  return built_fixtures() + "/fake-rocm" + (relative.empty() ? "" : "/" + relative);
+}
+
+// The cache lists the ROCm fixture's lib/ (and the host's default directories).
+inline std::string fake_rocm_cache() {
+  static TempDir dir;
+  static std::string cache = [] {
+    std::string conf = dir.write("ld.so.conf", fake_rocm("lib") + "\n");
+    auto made = run_process({"/sbin/ldconfig", "-X", "-C", dir / "ld.so.cache", "-f", conf});
+    if (made.exit_code != 0) std::fprintf(stderr, "ldconfig failed: %s\n", made.err.c_str());
     return dir / "ld.so.cache";
   }();
   return cache;

@@ -14,12 +14,12 @@ namespace {
 
 std::string shipped_list() { return std::string(CAPSA_TEST_SOURCE_DIR) + "/etc/nvliblist.conf"; }
 
-NvidiaRequest fake_request(bool contain) {
+DriverRequest fake_request(bool contain) {
   return {shipped_list(), test::fake_cache(), test::fake_nvidia("bin") + ":/usr/bin:/bin",
           test::fake_nvidia("dev"), contain};
 }
 
-const MountStep* at(const NvidiaPlan& plan, const std::string& target) {
+const MountStep* at(const DriverPlan& plan, const std::string& target) {
   for (const MountStep& s : plan.steps)
     if (s.target == target) return &s;
   return nullptr;
@@ -42,7 +42,7 @@ TEST(NvLibList, CommentsAndKindsAreRecognised) {
 }
 
 TEST(NvidiaPlan, LibrariesAndProgramsAreBoundReadOnly) {
-  NvidiaPlan plan = plan_nvidia(fake_request(false));
+  DriverPlan plan = plan_nvidia(fake_request(false));
   const MountStep* cuda = at(plan, "/.singularity.d/libs/libcuda.so.1");
   ASSERT_NE(cuda, nullptr);
   EXPECT_EQ(cuda->source, test::fake_nvidia("lib/libcuda.so.1"));
@@ -61,16 +61,16 @@ TEST(NvidiaPlan, LibrariesAndProgramsAreBoundReadOnly) {
 TEST(NvidiaPlan, ContainedDevDirGetsTheDevices) {
   if (::access(test::fake_nvidia("dev/nvidia0").c_str(), F_OK) != 0)
     GTEST_SKIP() << "the fixture's device nodes were not made (mknod needs root when fixtures are built)";
-  NvidiaPlan plan = plan_nvidia(fake_request(true));
+  DriverPlan plan = plan_nvidia(fake_request(true));
   ASSERT_NE(at(plan, "/dev/nvidia0"), nullptr);
   ASSERT_NE(at(plan, "/dev/nvidiactl"), nullptr);
   EXPECT_TRUE(at(plan, "/dev/nvidia0")->required);
 }
 
 TEST(NvidiaPlan, ABrokenCacheIsOneWarning) {
-  NvidiaRequest r = fake_request(false);
+  DriverRequest r = fake_request(false);
   r.cache_path = test::fake_nvidia("corrupt.ld.so.cache");
-  NvidiaPlan plan = plan_nvidia(r);
+  DriverPlan plan = plan_nvidia(r);
   ASSERT_EQ(plan.warnings.size(), 1u);
   EXPECT_NE(plan.warnings[0].find("corrupt.ld.so.cache"), std::string::npos);
   EXPECT_EQ(plan.libraries, 0u);
@@ -78,13 +78,13 @@ TEST(NvidiaPlan, ABrokenCacheIsOneWarning) {
 }
 
 TEST(NvidiaPlan, NoDriverIsOneWarning) {
-  NvidiaRequest r = fake_request(false);
+  DriverRequest r = fake_request(false);
   r.cache_path = test::fake_nvidia("nodriver.ld.so.cache");
   r.host_path = "/nonexistent";
   // NVIDIA-only names: the host's default directories may hold glvnd's libGL*, also listed.
   test::TempDir dir;
   r.list_path = dir.write("nvliblist.conf", "nvidia-smi\nlibcuda.so\nlibnvidia-ml.so\n");
-  NvidiaPlan plan = plan_nvidia(r);
+  DriverPlan plan = plan_nvidia(r);
   ASSERT_EQ(plan.warnings.size(), 1u);
   EXPECT_NE(plan.warnings[0].find("no NVIDIA driver"), std::string::npos);
   EXPECT_TRUE(plan.steps.empty());

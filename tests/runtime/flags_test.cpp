@@ -197,8 +197,8 @@ TEST(Flags, ShellFlagChoosesTheShell) {
 }
 
 TEST(Flags, NoRocmIsAcceptedAndChangesNothing) {
-  // capsa brings in no ROCm driver unless asked (--rocm is not supported yet), so the
-  // flag Apptainer uses to undo a site's APPTAINER_ROCM has nothing to undo.
+  // capsa brings in no ROCm driver unless asked (--rocm, APPTAINER_ROCM), so --no-rocm
+  // alone has nothing to undo (tests/gpu/rocm_exec_test.cpp: what it undoes).
   auto result = capsa({"exec", "--no-rocm", busybox_sif(), "sh", "-c", "ls /.singularity.d/libs 2>/dev/null | wc -l"});
   EXPECT_EQ(result.exit_code, 0) << result.err;
   EXPECT_EQ(result.out, "0\n");

@@ -251,6 +251,35 @@ TEST_P(SandboxRun, NvBindsTheDriverForTheRunOnly) {
   EXPECT_FALSE(std::filesystem::exists(std::filesystem::symlink_status(smi))) << "no nvidia-smi mount point stays";
 }
 
+TEST_P(SandboxRun, RocmBindsTheDriverForTheRunOnly) {
+  const RootMode mode = GetParam();
+  if (!std::filesystem::exists(test::fake_rocm("lib"))) GTEST_SKIP() << "no fake-rocm fixture";
+  unpack_for(test::sif_fixture("real/busybox_amd64.sif"), sandbox, mode);
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  const auto libs_before = listing(sandbox + "/.singularity.d/libs");
+  const std::string smi = sandbox + "/usr/bin/rocm-smi";
+  ASSERT_FALSE(std::filesystem::exists(std::filesystem::symlink_status(smi)));
+  // The fake ROCm driver as the host's (tests/gpu/fake_driver.hpp): its ld.so cache, its tools on PATH.
+  const std::string old_path = std::getenv("PATH") ? std::getenv("PATH") : "/usr/bin:/bin";
+  ::setenv("CAPSA_LDSO_CACHE", test::fake_rocm_cache().c_str(), 1);
+  ::setenv("PATH", (test::fake_rocm("bin") + ":" + old_path).c_str(), 1);
+  SandboxCommand command;
+  command.rootfs = sandbox;
+  command.mode = mode;
+  command.env = kEnv;
+  command.rocm = true;
+  command.argv = {"/bin/sh", "-c",
+                  "ls /.singularity.d/libs | grep -e amdocl -e rocr > /libs-inside; "
+                  "test -x /usr/bin/rocm-smi && echo smi-ok >> /libs-inside"};
+  int status = run_in_sandbox(command);
+  ::setenv("PATH", old_path.c_str(), 1);
+  ::unsetenv("CAPSA_LDSO_CACHE");
+  EXPECT_EQ(status, 0);
+  EXPECT_EQ(test::read_file(sandbox + "/libs-inside"), "libamdocl64.so\nlibrocr_debug_agent64.so.2\nsmi-ok\n");
+  EXPECT_EQ(listing(sandbox + "/.singularity.d/libs"), libs_before) << "no driver file stays in the image";
+  EXPECT_FALSE(std::filesystem::exists(std::filesystem::symlink_status(smi))) << "no rocm-smi mount point stays";
+}
+
 // The slow one: apt-get update and install from the mirror inside the Debian test image.
 class AptInSandbox : public SandboxRun {
  protected:

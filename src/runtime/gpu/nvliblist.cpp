@@ -34,14 +34,14 @@ DriverFileList parse_driver_file_list(const std::string& text) {
   return list;
 }
 
-std::string driver_file_list_path() {
-  if (const char* forced = std::getenv("CAPSA_NVLIBLIST"); forced && *forced) return forced;
-  std::vector<std::string> candidates = config_candidates("nvliblist.conf");
+std::string driver_file_list_path(const std::string& name, const char* variable) {
+  if (const char* forced = std::getenv(variable); forced && *forced) return forced;
+  std::vector<std::string> candidates = config_candidates(name);
   // A build tree has no etc/capsa: the shipped list in the source tree.
-  candidates.push_back(std::string(CAPSA_SOURCE_DIR) + "/etc/nvliblist.conf");
+  candidates.push_back(std::string(CAPSA_SOURCE_DIR) + "/etc/" + name);
   if (std::string path = first_readable(candidates); !path.empty()) return path;
-  throw Error("nvliblist.conf not found (looked in " + candidates.front() + " and " + candidates[1] +
-              "); reinstall capsa or set CAPSA_NVLIBLIST");
+  throw Error(name + " not found (looked in " + candidates.front() + " and " + candidates[1] +
+              "); reinstall capsa or set " + variable);
 }
 
 }  // namespace capsa::runtime::gpu

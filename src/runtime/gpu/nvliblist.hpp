@@ -1,6 +1,6 @@
 #pragma once
-// The list of NVIDIA driver files `--nv` brings in (etc/nvliblist.conf, the same entries
-// as Apptainer's; docs/gpu.md).
+// The lists of driver files `--nv` and `--rocm` bring in (etc/nvliblist.conf,
+// etc/rocmliblist.conf: the same entries as Apptainer's; docs/gpu.md).
 #include <string>
 #include <vector>
 
@@ -15,8 +15,8 @@ struct DriverFileList {
 // One entry a line, '#' comments: ".so" in it = library, leading '/' = file, else binary.
 DriverFileList parse_driver_file_list(const std::string& text);
 
-// CAPSA_NVLIBLIST, else <prefix>/etc/capsa/nvliblist.conf next to the running binary,
-// else the configured sysconfdir, else the source tree (running from the build folder).
-std::string driver_file_list_path();
+// $variable (CAPSA_NVLIBLIST...), else <prefix>/etc/capsa/<name> next to the running
+// binary, else the configured sysconfdir, else the source tree (running from the build folder).
+std::string driver_file_list_path(const std::string& name, const char* variable);
 
 }  // namespace capsa::runtime::gpu
