@@ -8,7 +8,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstring>
@@ -285,7 +284,9 @@ bool is_identity_file(const MountStep& step) {
 }
 
 bool proc_in(const std::vector<MountStep>& plan) {
-  return std::any_of(plan.begin(), plan.end(), [](const MountStep& step) { return step.target == "/proc"; });
+  for (const MountStep& step : plan)
+    if (step.target == "/proc") return true;
+  return false;
 }
 
 void enter_working_directory(const std::string& wanted, bool explicit_pwd, const std::string& home) {

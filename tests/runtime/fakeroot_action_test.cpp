@@ -39,9 +39,12 @@ std::vector<Mode> modes_here() {
 
 std::string mode_label(Mode mode) {
   switch (mode) {
-    case Mode::subid: return "subid";
-    case Mode::emulated: return "emulated";
-    case Mode::single: return "single";
+    case Mode::subid:
+      return "subid";
+    case Mode::emulated:
+      return "emulated";
+    case Mode::single:
+      return "single";
   }
   return "?";
 }
@@ -49,9 +52,12 @@ std::string mode_label(Mode mode) {
 // The flags that ask for `mode` (subid is what --fakeroot alone gives the test user).
 std::vector<std::string> fakeroot_flags(Mode mode) {
   switch (mode) {
-    case Mode::subid: return {"--fakeroot"};
-    case Mode::emulated: return {"--fakeroot", "--ignore-subuid"};
-    case Mode::single: return {"--fakeroot", "--ignore-subuid", "--ignore-fakeroot-command"};
+    case Mode::subid:
+      return {"--fakeroot"};
+    case Mode::emulated:
+      return {"--fakeroot", "--ignore-subuid"};
+    case Mode::single:
+      return {"--fakeroot", "--ignore-subuid", "--ignore-fakeroot-command"};
   }
   return {};
 }
@@ -81,7 +87,7 @@ class FakerootAction : public ::testing::TestWithParam<Mode> {
   void TearDown() override { ASSERT_EQ(::chdir("/"), 0); }
 
   test::ProcessResult run(const std::vector<std::string>& flags, const std::string& image, const std::string& script,
-                          std::vector<std::string> env = {}) {
+                          const std::vector<std::string>& env = {}) {
     std::vector<std::string> args = {"exec"};
     for (const auto& f : fakeroot_flags(GetParam())) args.push_back(f);
     args.insert(args.end(), flags.begin(), flags.end());
@@ -105,9 +111,11 @@ TEST_P(FakerootAction, IdIsRootAndTheIdMapIsTheModes) {
     ASSERT_TRUE(subuid && subgid);
     ASSERT_EQ(maps.size(), 4u) << r.out;
     EXPECT_EQ(words(maps[0]), (std::vector<std::string>{"0", uid, "1"}));
-    EXPECT_EQ(words(maps[1]), (std::vector<std::string>{"1", std::to_string(subuid->start), std::to_string(subuid->count)}));
+    EXPECT_EQ(words(maps[1]),
+              (std::vector<std::string>{"1", std::to_string(subuid->start), std::to_string(subuid->count)}));
     EXPECT_EQ(words(maps[2]), (std::vector<std::string>{"0", gid, "1"}));
-    EXPECT_EQ(words(maps[3]), (std::vector<std::string>{"1", std::to_string(subgid->start), std::to_string(subgid->count)}));
+    EXPECT_EQ(words(maps[3]),
+              (std::vector<std::string>{"1", std::to_string(subgid->start), std::to_string(subgid->count)}));
   } else {
     ASSERT_EQ(maps.size(), 2u) << r.out;
     EXPECT_EQ(words(maps[0]), (std::vector<std::string>{"0", uid, "1"}));
@@ -117,8 +125,9 @@ TEST_P(FakerootAction, IdIsRootAndTheIdMapIsTheModes) {
 }
 
 TEST_P(FakerootAction, RunShellAndTestRunAsRootToo) {
-  std::string sif = testing::make_image(dir, "scripts", {{"/.singularity.d/runscript", "#!/bin/sh\nid -u\n", 0755},
-                                                           {"/.singularity.d/test", "#!/bin/sh\nid -g\n", 0755}});
+  std::string sif = testing::make_image(dir, "scripts",
+                                        {{"/.singularity.d/runscript", "#!/bin/sh\nid -u\n", 0755},
+                                         {"/.singularity.d/test", "#!/bin/sh\nid -g\n", 0755}});
   std::vector<std::string> flags = fakeroot_flags(GetParam());
   auto with = [&](const std::string& action) {
     std::vector<std::string> args = {action};
@@ -140,7 +149,8 @@ TEST_P(FakerootAction, TheHomeIsBoundOnRoot) {
   r = run({"--contain"}, testing::busybox_sif(), "echo $HOME; ls -A /root | wc -l; pwd", {"HOME=" + home.path()});
   EXPECT_EQ(r.out, "/root\n0\n/root\n") << r.err;
   // --home SRC:DEST wins, as in Apptainer.
-  r = run({"--home", home.path() + ":/home/elsewhere"}, testing::busybox_sif(), "echo $HOME; cat /home/elsewhere/marker");
+  r = run({"--home", home.path() + ":/home/elsewhere"}, testing::busybox_sif(),
+          "echo $HOME; cat /home/elsewhere/marker");
   EXPECT_EQ(r.out, "/home/elsewhere\nhost home\n") << r.err;
 }
 
@@ -211,8 +221,8 @@ TEST(FakerootFlags, TheEnvironmentVariablesActLikeTheFlag) {
     auto r = capsa({"exec", testing::busybox_sif(), "id", "-u"}, {var});
     EXPECT_EQ(r.out, "0\n") << var << ": " << r.err;
   }
-  auto r = capsa({"exec", "--fakeroot", testing::busybox_sif(), "cat", "/proc/self/uid_map"},
-                 {"APPTAINER_IGNORE_SUBUID=1"});
+  auto r =
+      capsa({"exec", "--fakeroot", testing::busybox_sif(), "cat", "/proc/self/uid_map"}, {"APPTAINER_IGNORE_SUBUID=1"});
   EXPECT_EQ(words(r.out), (std::vector<std::string>{"0", std::to_string(::getuid()), "1"})) << r.err;
   r = capsa({"exec", "--fakeroot", testing::busybox_sif(), "cat", "/proc/self/uid_map"},
             {"CAPSA_FAKEROOT_MODE=emulated"});
@@ -245,10 +255,13 @@ class FakerootApt : public ::testing::TestWithParam<Mode> {
   static void SetUpTestSuite() {
     images = new test::TempDir();
     std::string sif = *images / "debian.sif";
-    auto pulled = capsa({"pull", "--nohttps", sif, "docker://" + test::test_registry().plain + "/public/debian:bookworm"},
-                        {"CAPSA_CACHEDIR=" + (*images / "cache")});
-    if (pulled.exit_code == 0) debian_sif = sif;
-    else std::cerr << "pulling the Debian image failed: " << pulled.err;
+    auto pulled =
+        capsa({"pull", "--nohttps", sif, "docker://" + test::test_registry().plain + "/public/debian:bookworm"},
+              {"CAPSA_CACHEDIR=" + (*images / "cache")});
+    if (pulled.exit_code == 0)
+      debian_sif = sif;
+    else
+      std::cerr << "pulling the Debian image failed: " << pulled.err;
   }
   static void TearDownTestSuite() {
     delete images;
@@ -258,7 +271,8 @@ class FakerootApt : public ::testing::TestWithParam<Mode> {
   void SetUp() override {
     ASSERT_FALSE(debian_sif.empty()) << "no Debian image";
     // A quick HEAD of the mirror first: only a machine that cannot reach it skips.
-    auto head = test::run_process({"curl", "-sfI", "--max-time", "20", std::string(kMirror) + "/dists/bookworm/InRelease"});
+    auto head =
+        test::run_process({"curl", "-sfI", "--max-time", "20", std::string(kMirror) + "/dists/bookworm/InRelease"});
     if (head.exit_code != 0) GTEST_SKIP() << "the Debian mirror " << kMirror << " is not reachable from this machine";
     ASSERT_EQ(::chdir(work.path().c_str()), 0);
   }
