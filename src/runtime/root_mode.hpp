@@ -6,10 +6,10 @@
 //   fakeroot_subid     a user namespace mapping 0 to the caller and 1..N to the caller's
 //                      /etc/subuid and /etc/subgid ranges (newuidmap/newgidmap, package
 //                      `uidmap`): chown to any mapped id really happens on disk.
-//   fakeroot_emulated  a user namespace mapping only 0 to the caller; build adds a seccomp
-//                      filter (runtime/seccomp_fakeroot.hpp) that makes ownership and
-//                      identity calls succeed without effect. Everything on disk stays
-//                      owned by the caller.
+//   fakeroot_emulated  a user namespace mapping only 0 to the caller; build and the
+//                      actions add a seccomp filter (runtime/seccomp_fakeroot.hpp) that
+//                      makes ownership and identity calls succeed without effect.
+//                      Everything on disk stays owned by the caller.
 #include <cstdint>
 #include <optional>
 #include <string>
