@@ -70,13 +70,7 @@ RootMode choose_root_mode(bool fakeroot) {
   if (::geteuid() == 0 && !fakeroot) return RootMode::real_root;
   // CAPSA_FAKEROOT_MODE=subid|emulated picks one way instead of the automatic choice
   // (docs/build.md): to compare them, or to avoid a broken subuid setup.
-  const char* chosen = std::getenv("CAPSA_FAKEROOT_MODE");
-  std::string wanted = chosen != nullptr ? chosen : "";
-  if (wanted == "subid") return runtime::resolve_root_mode(RootMode::fakeroot_subid);
-  if (wanted == "emulated") return runtime::resolve_root_mode(RootMode::fakeroot_emulated);
-  if (!wanted.empty() && wanted != "auto")
-    throw Error("CAPSA_FAKEROOT_MODE=\"" + wanted + "\" is not a fakeroot mode (expected subid, emulated or auto)");
-  return runtime::resolve_root_mode(RootMode::fakeroot_auto);
+  return runtime::chosen_fakeroot_mode();
 }
 
 std::vector<std::string> post_environment() {

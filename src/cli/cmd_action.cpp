@@ -42,6 +42,9 @@ struct ActionFlags {
   std::vector<std::string> devices;
   std::vector<std::string> cdi_dirs;
   bool userns = false;
+  bool fakeroot = false;
+  bool ignore_subuid = false;
+  bool ignore_fakeroot_command = false;
   bool debug = false;
   bool quiet = false;
   bool pid = false;
@@ -107,7 +110,6 @@ const std::vector<RefusedFlag>& refused_action_flags() {
   static const std::vector<RefusedFlag> flags = {
       {"--app", true, later + "; SCIF apps run with `exec IMAGE /scif/apps/NAME/...`"},
       {"-o,--overlay", true, later},
-      {"-f,--fakeroot", false, later + "; `capsa build --fakeroot` builds as root-in-the-container"},
       {"--fusemount", true, later},
       {"--tmpdir", true, later},
       {"--unsquash", false, later},
@@ -133,8 +135,6 @@ const std::vector<RefusedFlag>& refused_action_flags() {
       {"--passphrase", false, "encrypted SIF images are not supported"},
       {"--pem-path", true, "encrypted SIF images are not supported"},
       {"--docker-host", true, "capsa talks to registries, never to a Docker daemon"},
-      {"--ignore-subuid", false, later},
-      {"--ignore-fakeroot-command", false, later},
       {"--ignore-userns", false, later},
   };
   return flags;
@@ -164,6 +164,9 @@ runtime::ActionRequest request_from(const std::string& action, const ActionFlags
     for (auto& spec : runtime::parse_mount(m)) r.binds.push_back(spec);
   r.contain = f.contain || f.containall || env_flag("CONTAIN") || env_flag("CONTAINALL");
   r.userns = f.userns || env_flag("USERNS") || env_flag("UNSHARE_USERNS");
+  r.fakeroot = f.fakeroot || env_flag("FAKEROOT");
+  r.fakeroot_options.ignore_subuid = f.ignore_subuid || env_flag("IGNORE_SUBUID");
+  r.fakeroot_options.ignore_emulation = f.ignore_fakeroot_command || env_flag("IGNORE_FAKEROOT_COMMAND");
   r.cleanenv = f.cleanenv || f.containall || env_flag("CLEANENV") || env_flag("CONTAINALL");
   r.no_home = f.no_home || env_flag("NO_HOME");
   r.writable_tmpfs = f.writable_tmpfs || env_flag("WRITABLE_TMPFS");
@@ -255,6 +258,13 @@ void add_action(CLI::App& app, const std::string& name, const std::string& descr
   cmd->add_flag("-w,--writable", flags->writable,
                 "Run a sandbox directory read-write: writes land in it (also APPTAINER_WRITABLE)");
   cmd->add_flag("-u,--userns", flags->userns, "Run in a user namespace also as root (anyone else always gets one)");
+  cmd->add_flag("-f,--fakeroot", flags->fakeroot,
+                "Run as root inside: uid 0 of a user namespace, through your subuid/subgid ranges or capsa's root "
+                "emulation (also APPTAINER_FAKEROOT)");
+  cmd->add_flag("--ignore-subuid", flags->ignore_subuid,
+                "With --fakeroot: do not use /etc/subuid and /etc/subgid ranges, emulate root instead");
+  cmd->add_flag("--ignore-fakeroot-command", flags->ignore_fakeroot_command,
+                "With --fakeroot: no root emulation where there are no ranges, only uid 0 mapped");
   cmd->add_flag("-d,--debug", flags->debug, "Print the mount plan");
   cmd->add_flag("-q,--quiet", flags->quiet, "No progress output when a docker:// image is pulled first");
   cmd->add_flag("-p,--pid", flags->pid, "Run in a new PID namespace (with a shim init as PID 1)");

@@ -1,5 +1,5 @@
-// The user namespaces of the root modes (sandbox_run.hpp): resolving a mode, and running
-// a function as root of one in a child process.
+// The user namespaces of the root modes (root_mode.hpp): resolving a mode, becoming root
+// of one, and running a function as root of one in a child process (sandbox_run.hpp).
 #include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
@@ -9,10 +9,12 @@
 
 #include <cerrno>
 #include <climits>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 
+#include "runtime/namespaces.hpp"
 #include "runtime/sandbox_run.hpp"
 #include "util/error.hpp"
 #include "util/fd.hpp"
@@ -26,7 +28,6 @@ namespace {
 constexpr const char* kSubuidFile = "/etc/subuid";
 constexpr const char* kSubgidFile = "/etc/subgid";
 
-
 // newuidmap/newgidmap as shadow-utils installs them.
 std::string find_helper(const char* name) {
   for (const char* dir : {"/usr/bin", "/bin", "/usr/sbin", "/sbin"}) {
@@ -39,12 +40,6 @@ std::string find_helper(const char* name) {
 std::string caller_name() {
   if (passwd* pw = ::getpwuid(::getuid())) return pw->pw_name;
   return "";
-}
-
-void write_byte(int fd) {
-  char c = 1;
-  while (::write(fd, &c, 1) < 0 && errno == EINTR) {
-  }
 }
 
 bool read_byte(int fd) {
@@ -69,32 +64,54 @@ void run_map_helper(const std::string& helper, const Process& child, const std::
   }
 }
 
-// In the child, right after fork: become root of a new user namespace as `mode` says.
-// `ready` tells the parent the namespace exists; `mapped` is the parent's answer once it
-// wrote the subordinate maps (fakeroot_subid only).
-void enter_user_namespace(RootMode mode, uid_t uid, gid_t gid, int ready, int mapped) {
-  if (mode == RootMode::real_root) return;
-  if (::unshare(CLONE_NEWUSER) != 0) {
-    int err = errno;
-    throw SystemError("creating a user namespace for fakeroot (check /proc/sys/user/max_user_namespaces)", err);
-  }
-  if (mode == RootMode::fakeroot_subid) {
-    write_byte(ready);
-    if (!read_byte(mapped)) throw Error("setting up the fakeroot user namespace failed");
-    // Supplementary groups of the host are unmapped (nogroup) here: drop them.
-    if (::setgroups(0, nullptr) != 0) throw_errno("setgroups in the fakeroot namespace");
-  } else {
-    auto write_proc = [](const char* path, const std::string& text) {
-      UniqueFd fd = open_file(path, O_WRONLY);
-      if (::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size())) throw_errno(path);
-    };
-    write_proc("/proc/self/setgroups", "deny");
-    write_proc("/proc/self/uid_map", "0 " + std::to_string(uid) + " 1\n");
-    write_proc("/proc/self/gid_map", "0 " + std::to_string(gid) + " 1\n");
-  }
-  // The caller's ids map to 0: become root of the namespace for real (ids and caps).
-  if (::setresgid(0, 0, 0) != 0) throw_errno("setresgid 0 in the fakeroot namespace");
-  if (::setresuid(0, 0, 0) != 0) throw_errno("setresuid 0 in the fakeroot namespace");
+void write_proc_file(const char* path, const std::string& text) {
+  UniqueFd fd = open_file(path, O_WRONLY);
+  if (::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size())) throw_errno(path);
+}
+
+// fakeroot_subid: the setuid helpers must run outside the namespace they map (inside, its
+// ids not mapped yet, their setuid bit means nothing), so a child creates the namespace
+// and waits, the helpers map it from here, and this process joins it.
+void join_subordinate_namespace() {
+  const uid_t uid = ::getuid();
+  const gid_t gid = ::getgid();
+  const std::optional<SubidRange> subuid = caller_subid_range(kSubuidFile);
+  const std::optional<SubidRange> subgid = caller_subid_range(kSubgidFile);
+  const std::string newuidmap = find_helper("newuidmap"), newgidmap = find_helper("newgidmap");
+  if (!subuid || !subgid || newuidmap.empty() || newgidmap.empty()) resolve_root_mode(RootMode::fakeroot_subid);
+  Pipe ready = make_pipe(), done = make_pipe();
+  // The holder: creates the namespace, sends 0 (or the errno of its failure), and waits
+  // for EOF.
+  Process holder = Process::start(
+      [&] {
+        ready.read_end.reset();
+        done.write_end.reset();
+        const char result = ::unshare(CLONE_NEWUSER) == 0 ? 0 : static_cast<char>(errno);
+        while (::write(ready.write_end.get(), &result, 1) < 0 && errno == EINTR) {
+        }
+        if (result == 0) read_byte(done.read_end.get());
+        return 0;
+      },
+      {.parent_death_signal = SIGKILL, .name = "the fakeroot namespace holder"});
+  ready.write_end.reset();
+  done.read_end.reset();
+  char result = 0;
+  ssize_t n = 0;
+  do {
+    n = ::read(ready.read_end.get(), &result, 1);
+  } while (n < 0 && errno == EINTR);
+  if (n != 1) throw Error("setting up the fakeroot user namespace: its holder process died");
+  if (result != 0) explain_user_namespace_failure(result);
+  run_map_helper(newuidmap, holder,
+                 {"0", std::to_string(uid), "1", "1", std::to_string(subuid->start), std::to_string(subuid->count)});
+  run_map_helper(newgidmap, holder,
+                 {"0", std::to_string(gid), "1", "1", std::to_string(subgid->start), std::to_string(subgid->count)});
+  UniqueFd ns = open_file("/proc/" + std::to_string(holder.pid()) + "/ns/user", O_RDONLY | O_CLOEXEC);
+  if (::setns(ns.get(), CLONE_NEWUSER) != 0) throw_errno("joining the fakeroot user namespace");
+  done.write_end.reset();  // the namespace lives on in this process
+  holder.wait();
+  // Supplementary groups of the host are unmapped (nogroup) here: drop them.
+  if (::setgroups(0, nullptr) != 0) throw_errno("setgroups in the fakeroot namespace");
 }
 
 }  // namespace
@@ -155,32 +172,47 @@ RootMode resolve_root_mode(RootMode requested) {
   return requested;
 }
 
-int run_in_user_namespace(RootMode requested, const std::function<int()>& body) {
-  const RootMode mode = resolve_root_mode(requested);
+RootMode chosen_fakeroot_mode(bool ignore_subuid) {
+  const char* chosen = std::getenv("CAPSA_FAKEROOT_MODE");
+  const std::string wanted = chosen != nullptr ? chosen : "";
+  if (!wanted.empty() && wanted != "subid" && wanted != "emulated" && wanted != "auto")
+    throw Error("CAPSA_FAKEROOT_MODE=\"" + wanted + "\" is not a fakeroot mode (expected subid, emulated or auto)");
+  if (ignore_subuid || wanted == "emulated") return RootMode::fakeroot_emulated;
+  return resolve_root_mode(wanted == "subid" ? RootMode::fakeroot_subid : RootMode::fakeroot_auto);
+}
+
+void become_fakeroot(RootMode mode) {
   const uid_t uid = ::getuid();
   const gid_t gid = ::getgid();
-  std::optional<SubidRange> subuid, subgid;
-  std::string newuidmap, newgidmap;
   if (mode == RootMode::fakeroot_subid) {
-    subuid = caller_subid_range(kSubuidFile);
-    subgid = caller_subid_range(kSubgidFile);
-    newuidmap = find_helper("newuidmap");
-    newgidmap = find_helper("newgidmap");
+    join_subordinate_namespace();
+  } else if (mode == RootMode::fakeroot_emulated) {
+    if (::unshare(CLONE_NEWUSER) != 0) explain_user_namespace_failure(errno);
+    write_proc_file("/proc/self/setgroups", "deny");
+    write_proc_file("/proc/self/uid_map", "0 " + std::to_string(uid) + " 1\n");
+    write_proc_file("/proc/self/gid_map", "0 " + std::to_string(gid) + " 1\n");
+  } else {
+    throw Error(std::string("become_fakeroot: ") + root_mode_name(mode) + " is not a resolved fakeroot mode");
   }
-  Pipe ready = make_pipe(), mapped = make_pipe(), errors = make_pipe();
+  // The caller's ids map to 0: become root of the namespace for real (ids and caps).
+  if (::setresgid(0, 0, 0) != 0) throw_errno("setresgid 0 in the fakeroot namespace");
+  if (::setresuid(0, 0, 0) != 0) throw_errno("setresuid 0 in the fakeroot namespace");
+}
+
+int run_in_user_namespace(RootMode requested, const std::function<int()>& body) {
+  const RootMode mode = resolve_root_mode(requested);
+  Pipe errors = make_pipe();
   std::cout.flush();
   // The child: its result travels back as an exit status, its failure as a message.
   Process child = Process::start(
       [&] {
-        ready.read_end.reset();
-        mapped.write_end.reset();
         errors.read_end.reset();
         // Ctrl-C must end the child's work at once: capsa's own handlers (util/interrupt)
         // only set a flag that code in the child does not poll.
         for (int signal_number : {SIGINT, SIGTERM, SIGHUP}) ::signal(signal_number, SIG_DFL);
         int status = 255;
         try {
-          enter_user_namespace(mode, uid, gid, ready.write_end.get(), mapped.read_end.get());
+          if (mode != RootMode::real_root) become_fakeroot(mode);
           status = body();
         } catch (const std::exception& e) {
           std::string message = e.what();
@@ -193,18 +225,7 @@ int run_in_user_namespace(RootMode requested, const std::function<int()>& body) 
         return status;
       },
       {.parent_death_signal = SIGKILL, .name = "the sandbox process"});
-  ready.write_end.reset();
-  mapped.read_end.reset();
   errors.write_end.reset();
-  if (mode == RootMode::fakeroot_subid && read_byte(ready.read_end.get())) {
-    // A helper that fails leaves the child waiting: it is killed and reaped on the way out.
-    run_map_helper(newuidmap, child,
-                   {"0", std::to_string(uid), "1", "1", std::to_string(subuid->start), std::to_string(subuid->count)});
-    run_map_helper(newgidmap, child,
-                   {"0", std::to_string(gid), "1", "1", std::to_string(subgid->start), std::to_string(subgid->count)});
-    write_byte(mapped.write_end.get());
-  }
-  mapped.write_end.reset();
   // EOF at exit, or at exec (close-on-exec)
   std::string message = read_to_end(errors.read_end.get(), "reading the sandbox process's errors");
   ExitStatus status = child.wait();

@@ -280,6 +280,17 @@ bool environment_in_image(const std::vector<MountStep>& plan) {
   return true;
 }
 
+// The generated /etc/passwd and /etc/group of the plan (mount_plan.cpp).
+bool is_identity_file(const MountStep& step) {
+  return step.kind == MountStep::Kind::SessionFile && (step.target == "/etc/passwd" || step.target == "/etc/group");
+}
+
+bool proc_in(const std::vector<MountStep>& plan) {
+  for (const MountStep& step : plan)
+    if (step.target == "/proc") return true;
+  return false;
+}
+
 void enter_working_directory(const std::string& wanted, bool explicit_pwd, const std::string& home) {
   if (::chdir(wanted.c_str()) == 0) return;
   if (explicit_pwd) throw_errno("--pwd " + wanted);
@@ -291,8 +302,11 @@ void enter_working_directory(const std::string& wanted, bool explicit_pwd, const
 }  // namespace
 
 void launch(const ActionRequest& r) {
-  // Root with -u/--userns runs as everyone else does: in a user namespace, image on FUSE.
-  const bool privileged = ::geteuid() == 0 && !r.userns;
+  // Root with -u/--userns or --fakeroot runs as everyone else does: in a user namespace,
+  // image on FUSE.
+  const bool privileged = ::geteuid() == 0 && !r.userns && !r.fakeroot;
+  // --fakeroot: its mode, chosen before anything changes (unused without the flag).
+  const RootMode fakeroot = r.fakeroot ? fakeroot_mode(r.fakeroot_options) : RootMode::fakeroot_auto;
   const std::string image = absolute(r.image);
   struct stat st {};
   if (::stat(image.c_str(), &st) != 0) throw_errno(r.image);
@@ -321,7 +335,8 @@ void launch(const ActionRequest& r) {
 
   MountRequest mounts;
   mounts.home_source = caller_home();
-  mounts.home_destination = mounts.home_source;
+  // Under --fakeroot the caller's home is root's, /root (Apptainer's launcher, setHome).
+  mounts.home_destination = r.fakeroot ? "/root" : mounts.home_source;
   if (!r.home.empty()) {
     mounts.custom_home = true;
     auto colon = r.home.find(':');
@@ -370,6 +385,10 @@ void launch(const ActionRequest& r) {
     for (const auto& warning : cdi.warnings) log::warning(warning);
     if (cdi.writes_root() && !r.writable) writable_tmpfs = true;  // the hooks write into the root
   }
+  // Root in a writable container keeps the image's /etc/passwd and /etc/group, so that
+  // package scripts may add users (Apptainer's addIdentityMount).
+  const bool image_identity = (::geteuid() == 0 || r.fakeroot) && (r.writable || writable_tmpfs);
+  if (image_identity) std::erase_if(plan, is_identity_file);
   if (log::enabled(log::Level::debug)) log::debug("mount plan\n" + describe(plan));
 
   const std::string session_point = session_mount_point();
@@ -381,7 +400,10 @@ void launch(const ActionRequest& r) {
       if (!cdi.root_hooks.empty())
         gpu::run_cdi_hooks(cdi.root_hooks, gpu::write_cdi_bundle(session_point, root), "creating");
     };
-  enter_container_namespaces({::getuid(), ::getgid(), r.userns});
+  if (r.fakeroot)
+    enter_fakeroot_namespaces(fakeroot);
+  else
+    enter_container_namespaces({::getuid(), ::getgid(), r.userns});
   make_mounts_private();
   // The image's own files capsa needs are read on a thread of its own while the image is
   // being mounted (system calls, on this thread): unpacking the block that holds them is
@@ -436,8 +458,9 @@ void launch(const ActionRequest& r) {
   reading.join();
   if (read_failure) std::rethrow_exception(read_failure);
   warn_about_pmi_mismatch(launcher, image_ldso_cache);
-  std::vector<std::pair<std::string, std::string>> files = {
-      {"passwd", passwd_with_caller(image_passwd, account)}, {"group", group_with_caller(image_group, account)}};
+  std::vector<std::pair<std::string, std::string>> files;
+  if (!image_identity)
+    files = {{"passwd", passwd_with_caller(image_passwd, account)}, {"group", group_with_caller(image_group, account)}};
   if (!resolv_conf.empty()) files.emplace_back("resolv.conf", resolv_conf);
   if (!namespaces.hostname.empty()) files.emplace_back("hostname", namespaces.hostname + "\n");
 
@@ -450,6 +473,7 @@ void launch(const ActionRequest& r) {
 
   enter_working_directory(r.pwd.empty() ? mounts.cwd : r.pwd, !r.pwd.empty(), mounts.home_destination);
   if (!cdi.start_hooks.empty()) gpu::run_cdi_hooks(cdi.start_hooks, session_point + "/bundle", "created");
+  if (r.fakeroot) start_root_emulation(fakeroot, r.fakeroot_options.ignore_emulation, proc_in(plan), env.process);
   if (seccomp) seccomp->install();  // last: what runs after it is reading the environment files and the exec
   if (sif && environment_in_image(plan)) exec_in_container(r, env, sif->files);
   exec_in_container(r, env, image::DirectoryFiles("/"));

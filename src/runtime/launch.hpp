@@ -9,6 +9,7 @@
 
 #include "runtime/bind_spec.hpp"
 #include "runtime/capabilities.hpp"
+#include "runtime/fakeroot_action.hpp"
 #include "runtime/private_namespaces.hpp"
 
 namespace capsa::runtime {
@@ -35,6 +36,8 @@ struct ActionRequest {
   CapabilityRequest capabilities;      // --no-privs, --keep-privs, --add-caps, --drop-caps
   std::string seccomp_profile;         // --security seccomp:PATH: an OCI seccomp profile
   bool userns = false;             // -u/--userns: a user namespace even for root
+  bool fakeroot = false;           // -f/--fakeroot: uid 0 of a user namespace (fakeroot_action.hpp)
+  FakerootRequest fakeroot_options;  // --ignore-subuid, --ignore-fakeroot-command
   bool cleanenv = false;
   bool no_home = false;
   bool writable_tmpfs = false;

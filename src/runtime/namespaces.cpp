@@ -30,7 +30,8 @@ std::string first_line(const char* path) {
   return text.substr(0, text.find('\n'));
 }
 
-// Why unshare(CLONE_NEWUSER) failed, in the words of the setting that causes it.
+}  // namespace
+
 [[noreturn]] void explain_user_namespace_failure(int err) {
   std::string why;
   if (first_line("/proc/sys/user/max_user_namespaces") == "0")
@@ -48,8 +49,6 @@ std::string first_line(const char* path) {
                         "or run as root)",
                     err, SystemError::kPreformatted);
 }
-
-}  // namespace
 
 void enter_container_namespaces(const Identity& caller) {
   if (caller.uid == 0 && !caller.user_namespace) {

@@ -19,6 +19,10 @@ struct Identity {
 // execs the command (which, not being uid 0 there, keeps none).
 void enter_container_namespaces(const Identity& caller);
 
+// Throws the SystemError for unshare(CLONE_NEWUSER) failing with `err`, in the words of
+// the setting that causes it (user namespaces disabled, restricted, at their limit).
+[[noreturn]] void explain_user_namespace_failure(int err);
+
 // Stops mount events from propagating back to the host.
 void make_mounts_private();
 

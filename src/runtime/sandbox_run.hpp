@@ -20,13 +20,9 @@
 
 #include "convert/pack.hpp"
 #include "runtime/bind_spec.hpp"
+#include "runtime/root_mode.hpp"
 
 namespace capsa::runtime {
-
-enum class RootMode { real_root, fakeroot_subid, fakeroot_emulated, fakeroot_auto };
-
-// "real root", "fakeroot (subuid/subgid)", "fakeroot (emulated)": for messages.
-const char* root_mode_name(RootMode mode);
 
 struct SandboxCommand {
   std::string rootfs;                  // a writable directory tree (the sandbox)
@@ -46,21 +42,6 @@ struct SandboxCommand {
 // fakeroot_auto (resolved with resolve_root_mode). Throws capsa::Error when the sandbox
 // cannot be set up (the message says why); a command that fails is only an exit status.
 int run_in_sandbox(const SandboxCommand& command);
-
-// fakeroot_auto -> fakeroot_subid if the caller has /etc/subuid and /etc/subgid ranges and
-// newuidmap/newgidmap exist, else fakeroot_emulated. real_root when euid is 0 and asked
-// for real_root. Throws Error for real_root asked by a non-root caller, and for
-// fakeroot_subid when the ranges or the helpers are missing (the message says which).
-RootMode resolve_root_mode(RootMode requested);
-
-// One contiguous range of subordinate ids, as a line of /etc/subuid: NAME:START:COUNT.
-struct SubidRange {
-  std::uint32_t start = 0;
-  std::uint32_t count = 0;
-};
-// The caller's first range in `file` (/etc/subuid or /etc/subgid), matched by user name
-// or by numeric uid as shadow-utils does; nullopt when it has none.
-std::optional<SubidRange> caller_subid_range(const std::string& file);
 
 // Runs `body` in a child process that is root in the user namespace `mode` describes
 // (real_root: no user namespace, a plain child; fakeroot_auto resolved first), without a

@@ -143,9 +143,8 @@ TEST(Cli, UsageErrorsAreOneLineAndExitOne) {
       {{"exec", "--frobnicate", missing, "true"},
        "capsa: error: unknown flag --frobnicate for exec (see `capsa help exec`)\n"},
       {{"run", "--frobnicate=1", missing}, "capsa: error: unknown flag --frobnicate for run (see `capsa help run`)\n"},
-      {{"exec", "--fakeroot", missing, "true"},
-       "capsa: error: --fakeroot is not supported (not in this version of capsa yet; `capsa build --fakeroot` builds "
-       "as root-in-the-container)\n"},
+      {{"exec", "--cpus", "2", missing, "true"},
+       "capsa: error: --cpus is not supported (not in this version of capsa yet)\n"},
       {{"shell", "--dmtcp-launch", "ckpt", missing},
        "capsa: error: --dmtcp-launch is not supported (capsa has no DMTCP checkpointing)\n"},
       {{"-c", "/etc/site.conf", "exec", missing, "true"},
