@@ -16,6 +16,7 @@
 #include "build/bootstrap.hpp"
 #include "build/definition.hpp"
 #include "build/host_ops.hpp"
+#include "build/stage_apps.hpp"
 #include "build/stage_files.hpp"
 #include "build/stage_metadata.hpp"
 #include "convert/pack.hpp"
@@ -172,10 +173,14 @@ int run_in_build_container(const Context& ctx, const std::string& rootfs, std::v
   return runtime::run_in_sandbox(command);
 }
 
+// %post, and after it each SCIF app's %appinstall (stage_apps.hpp).
 void run_post(Context& ctx, const Stage& stage, const std::string& rootfs) {
-  const std::string where = ctx.file + ":" + std::to_string(stage.post.line) + ": %post";
-  std::string shell = script_shell(stage.post, where);
-  put_file_in_root(ctx.mode, rootfs, "/.post.script", script_text(stage.post, ctx.file), 0755);
+  const Script post = post_with_app_installs(stage);
+  const std::string where = stage.post.present
+                                ? ctx.file + ":" + std::to_string(post.line) + ": %post"
+                                : ctx.file + ":" + std::to_string(stage.apps.front().line) + ": %appinstall";
+  std::string shell = script_shell(post, where);
+  put_file_in_root(ctx.mode, rootfs, "/.post.script", script_text(post, ctx.file), 0755);
   ctx.progress.note(std::string("capsa: running %post as ") + runtime::root_mode_name(ctx.mode) + " in the container");
   int status = run_in_build_container(ctx, rootfs, {shell, "-e", "/.post.script"});
   throw_if_interrupted();
@@ -266,6 +271,8 @@ std::string build_from_definition(Context& ctx, const std::string& work, const s
     BootstrapResult base = bootstrap(stage, rootfs, boot);
     throw_if_interrupted();
     prepare_base_layout(ctx.mode, rootfs);
+    // Apptainer makes the apps right after the bootstrap, before %setup and %files.
+    write_apps(ctx.mode, rootfs, stage, ctx.file);
 
     if (section_enabled(sections, "files"))
       for (const FilesBlock& block : stage.files)
@@ -274,7 +281,7 @@ std::string build_from_definition(Context& ctx, const std::string& work, const s
     if (section_enabled(sections, "files"))
       for (const FilesBlock& block : stage.files)
         if (block.from_stage.empty()) copy_files(ctx.mode, rootfs, block, "", ctx.file);
-    if (stage.post.present && section_enabled(sections, "post")) run_post(ctx, stage, rootfs);
+    if ((stage.post.present || !stage.apps.empty()) && section_enabled(sections, "post")) run_post(ctx, stage, rootfs);
 
     StageContext meta;
     meta.architecture = oci::host_platform().architecture;
