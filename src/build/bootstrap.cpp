@@ -42,6 +42,7 @@ std::string pull_base_image(const std::string& reference, const BootstrapOptions
   pull::PullOptions pull;
   pull.reference = "docker://" + reference;
   pull.registry = options.registry;
+  pull.platform = options.platform;
   try {
     if (!options.disable_cache) return pull::cached_sif_in_subprocess(pull, options.progress);
     pull.disable_cache = true;

@@ -238,6 +238,54 @@ TEST_F(Build, ExistingTargetNeedsForce) {
   EXPECT_NE(inspect.out.find("Kind: scratch"), std::string::npos) << inspect.out << inspect.err;
 }
 
+TEST_F(Build, UpdateRunsTheDefinitionOverTheExistingSandbox) {
+  std::string sandbox = work / "sandbox";
+  std::string first = def("first.def", "Bootstrap: docker\nFrom: " + registry("public/busybox:1.0") +
+                                           "\n%post\n    echo first > /first\n%labels\n    Kind first\n");
+  ASSERT_EQ(capsa({"build", "--sandbox", sandbox, first}).exit_code, 0);
+  // No bootstrap: the header may even name another image; what the sandbox has stays.
+  std::string second = def("second.def", "Bootstrap: docker\nFrom: " + registry("public/no-such-image:1") +
+                                             "\n%post\n    cat /first > /second\n%runscript\n    cat /second\n");
+  auto updated = capsa({"build", "--update", "--sandbox", sandbox, second});
+  ASSERT_EQ(updated.exit_code, 0) << updated.err;
+  EXPECT_EQ(test::read_file(sandbox + "/second"), "first\n");
+  EXPECT_EQ(capsa({"run", sandbox}).out, "first\n");
+  EXPECT_NE(capsa({"inspect", "--labels", sandbox}).out.find("Kind: first"), std::string::npos);
+  EXPECT_TRUE(std::filesystem::exists(sandbox + "/.singularity.d/bootstrap_history/Singularity0"));
+  EXPECT_TRUE(leftovers().empty());
+  // A %post that fails leaves the sandbox as it was.
+  std::string failing = def("failing.def", "Bootstrap: scratch\n%post\n    rm /first\n    false\n");
+  EXPECT_NE(capsa({"build", "--update", "--sandbox", sandbox, failing}).exit_code, 0);
+  EXPECT_TRUE(std::filesystem::exists(sandbox + "/first"));
+  // Apptainer's refusals, one line each.
+  auto not_sandbox = capsa({"build", "--update", sandbox + ".sif", second});
+  EXPECT_EQ(not_sandbox.err, "capsa: error: only sandbox update is supported: --sandbox flag is missing\n");
+  auto missing = capsa({"build", "--update", "--sandbox", work / "missing", second});
+  EXPECT_EQ(missing.err, "capsa: error: could not update sandbox " + (work / "missing") + ": doesn't exist\n");
+}
+
+TEST_F(Build, ArchChoosesThePlatformOfTheDockerImages) {
+  // public/multiplatform's /etc/arch names its platform; nothing of it runs here.
+  std::string sandbox = work / "arm.sandbox";
+  auto direct = capsa({"build", "--arch", "arm64", "--sandbox", sandbox, "docker://" + registry("public/multiplatform:latest")});
+  ASSERT_EQ(direct.exit_code, 0) << direct.err;
+  EXPECT_EQ(test::read_file(sandbox + "/etc/arch"), "linux/arm64/v8\n");
+  std::string recipe = def("arm.def", "Bootstrap: docker\nFrom: " + registry("public/multiplatform:latest") +
+                                          "\n%labels\n    Built here\n");
+  std::string sif = work / "arm.sif";
+  auto built = capsa({"build", "--arch", "arm64", sif, recipe});
+  ASSERT_EQ(built.exit_code, 0) << built.err;
+  sif::Image image = sif::Image::open(sif);
+  EXPECT_EQ(image.header().arch_name(), "arm64");
+  auto labels = capsa({"inspect", "--labels", sif});
+  EXPECT_NE(labels.out.find("org.label-schema.build-arch: arm64"), std::string::npos) << labels.out;
+  std::string listing = squashfs_listing(sif, work);
+  EXPECT_NE(listing.find("/etc/arch"), std::string::npos);
+  auto arch = run_process({"sh", "-c", "\"$0\" build --sandbox \"$1\" \"$2\" >/dev/null 2>&1 && cat \"$1/etc/arch\"",
+                           test::capsa_binary(), work / "again", sif});
+  EXPECT_EQ(arch.out, "linux/arm64/v8\n") << arch.err;
+}
+
 TEST_F(Build, SectionRunsOnlyTheNamedSections) {
   std::string recipe = def("sections-only.def",
       "Bootstrap: docker\nFrom: " + registry("public/busybox:1.0") + "\n"
