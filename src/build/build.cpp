@@ -239,8 +239,9 @@ void write_sif(Context& ctx, const std::string& rootfs, const std::string& targe
   convert::PackOptions pack;
   pack.compression = ctx.options.compression;
   ctx.progress.note("capsa: creating the SIF image " + target);
-  sif::PartitionSlot slot(target, create, {def, inspect},
-                          sif::partition_input("", sif::FsType::Squashfs, sif::PartType::PrimSys, target_architecture(ctx.options)));
+  sif::PartitionSlot slot(
+      target, create, {def, inspect},
+      sif::partition_input("", sif::FsType::Squashfs, sif::PartType::PrimSys, target_architecture(ctx.options)));
   // Owners as the container sees them: read inside the subid namespace, the caller's
   // recorded as root under emulation.
   std::uint64_t size = runtime::pack_sandbox(rootfs, slot.fd(), static_cast<std::uint64_t>(slot.offset()), ctx.mode, pack);
@@ -327,7 +328,8 @@ BuildResult build(const BuildOptions& options, Progress& progress) {
     if (kind != SourceKind::Definition)
       throw Error("--update runs a definition file over the sandbox: " + options.source + " is not one");
   } else if (path_exists(options.target) && !options.force) {
-    throw Error("build target " + options.target + " already exists (use --force to replace it, or --update "
+    throw Error("build target " + options.target +
+                " already exists (use --force to replace it, or --update "
                 "with --sandbox to build into it)");
   }
   if (options.sandbox && options.target.ends_with(".sif"))

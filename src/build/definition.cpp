@@ -245,10 +245,12 @@ void parse_labels(std::vector<std::pair<std::string, std::string>>& labels, cons
     auto space = text.find_first_of(" \t");
     std::string key = text.substr(0, space);
     std::string value = space == std::string::npos ? "" : trim(text.substr(space));
-    auto existing =
-        std::find_if(labels.begin(), labels.end(), [&](const auto& entry) { return entry.first == key; });
-    if (existing != labels.end()) existing->second = value;
-    else labels.emplace_back(key, value);
+    auto existing = std::find_if(labels.begin(), labels.end(), [&](const auto& entry) { return entry.first == key; });
+    if (existing == labels.end()) {
+      labels.emplace_back(key, value);
+    } else {
+      existing->second = value;
+    }
   }
 }
 
@@ -256,8 +258,7 @@ void parse_labels(std::vector<std::pair<std::string, std::string>>& labels, cons
 // directories (/scif/apps/NAME) and variable suffixes, so only plain names are taken.
 App& app_named(Stage& stage, const std::string& section, const std::string& args, int line, const std::string& file) {
   std::string name = args.substr(0, args.find_first_of(" \t"));
-  if (name.empty())
-    fail(file, line, "%" + section + " needs the app's name (expected \"%" + section + " NAME\")");
+  if (name.empty()) fail(file, line, "%" + section + " needs the app's name (expected \"%" + section + " NAME\")");
   static const std::regex plain("^[A-Za-z0-9_][A-Za-z0-9_.-]*$");
   if (!std::regex_match(name, plain))
     fail(file, line, "SCIF app name \"" + name + "\" is not a plain name (expected letters, digits, _ . -)");
@@ -281,19 +282,24 @@ void parse_app_files(App& app, const std::vector<Line>& body, const std::string&
   }
 }
 
-void parse_app_section(Stage& stage, const std::string& section, const std::string& args,
-                       const std::vector<Line>& body, int line, const std::string& file) {
+Script* app_script(App& app, const std::string& section) {
+  static const std::map<std::string, Script App::*> scripts = {
+      {"appinstall", &App::install}, {"apprun", &App::run},   {"appenv", &App::env},
+      {"apptest", &App::test},       {"apphelp", &App::help}, {"appstart", &App::start}};
+  auto found = scripts.find(section);
+  return found == scripts.end() ? nullptr : &(app.*(found->second));
+}
+
+void parse_app_section(Stage& stage, const std::string& section, const std::string& args, const std::vector<Line>& body,
+                       int line, const std::string& file) {
   App& app = app_named(stage, section, args, line, file);
-  Script* script = nullptr;
-  if (section == "appinstall") script = &app.install;
-  else if (section == "apprun") script = &app.run;
-  else if (section == "appenv") script = &app.env;
-  else if (section == "apptest") script = &app.test;
-  else if (section == "apphelp") script = &app.help;
-  else if (section == "appstart") script = &app.start;
-  if (script != nullptr) append_script(*script, "", body, line);
-  else if (section == "appfiles") parse_app_files(app, body, file);
-  else parse_labels(app.labels, body);  // applabels
+  if (Script* script = app_script(app, section)) {
+    append_script(*script, "", body, line);
+  } else if (section == "appfiles") {
+    parse_app_files(app, body, file);
+  } else {  // applabels
+    parse_labels(app.labels, body);
+  }
 }
 
 std::vector<Line> without_trailing_blank_lines(std::vector<Line> body) {
@@ -321,9 +327,11 @@ Stage parse_stage(const std::vector<Line>& lines, const std::string& file) {
     body = without_trailing_blank_lines(std::move(body));
     if (Script* script = script_for(stage, name)) append_script(*script, args, body, line);
     else if (name == "files") parse_files_block(stage, args, body, line, file);
-    else if (name == "labels") parse_labels(stage.labels, body);
-    else if (name == "arguments") { /* read before templating */ }
-    else if (scif_sections().count(name) != 0) parse_app_section(stage, name, args, body, line, file);
+    else if (name == "labels")
+      parse_labels(stage.labels, body);
+    else if (name == "arguments") { /* read before templating */
+    } else if (scif_sections().count(name) != 0)
+      parse_app_section(stage, name, args, body, line, file);
     else fail(file, line, "unknown section %" + name + " (expected one of " + kValidSections + ")");
     i = j;
   }

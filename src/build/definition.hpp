@@ -53,7 +53,7 @@ struct Stage {
   std::vector<FilesBlock> files;
   std::vector<std::pair<std::string, std::string>> labels;  // %labels in order
   std::map<std::string, std::string> arguments;             // %arguments defaults
-  std::vector<App> apps;  // SCIF apps in the order the file first names them
+  std::vector<App> apps;                                    // SCIF apps in the order the file first names them
   std::string text;  // this stage's definition text after templating
   int line = 1;      // where the stage starts in the file
 

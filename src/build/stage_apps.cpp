@@ -1,6 +1,7 @@
 #include "build/stage_apps.hpp"
 
 #include <regex>
+#include <sstream>
 
 #include "build/root_files.hpp"
 #include "build/stage_files.hpp"
@@ -21,13 +22,25 @@ std::string variable_suffix(const std::string& name) {
 std::string base_environment(const std::string& name) {
   const std::string root = "/scif/apps/" + name, data = "/scif/data/" + name;
   return "#!/bin/sh\n\n"
-         "SCIF_APPNAME=" + name + "\n"
-         "SCIF_APPROOT=\"" + root + "\"\n"
-         "SCIF_APPMETA=\"" + root + "/scif\"\n"
+         "SCIF_APPNAME=" +
+         name +
+         "\n"
+         "SCIF_APPROOT=\"" +
+         root +
+         "\"\n"
+         "SCIF_APPMETA=\"" +
+         root +
+         "/scif\"\n"
          "SCIF_DATA=\"/scif/data\"\n"
-         "SCIF_APPDATA=\"" + data + "\"\n"
-         "SCIF_APPINPUT=\"" + data + "/input\"\n"
-         "SCIF_APPOUTPUT=\"" + data + "/output\"\n"
+         "SCIF_APPDATA=\"" +
+         data +
+         "\"\n"
+         "SCIF_APPINPUT=\"" +
+         data +
+         "/input\"\n"
+         "SCIF_APPOUTPUT=\"" +
+         data +
+         "/output\"\n"
          "export SCIF_APPDATA SCIF_APPNAME SCIF_APPROOT SCIF_APPMETA SCIF_APPINPUT SCIF_APPOUTPUT SCIF_DATA\n";
 }
 
@@ -54,22 +67,22 @@ void write_app(const App& app) {
 }  // namespace
 
 std::string apps_base_environment(const Stage& stage) {
-  std::string text;
+  std::ostringstream text;
   for (const App& app : stage.apps) {
     const std::string n = variable_suffix(app.name), root = "/scif/apps/" + app.name;
-    text += "## App Global Exports For: " + n + "\n\t\n" +
-            "SCIF_APPDATA_" + n + "=/scif/data/" + app.name + "\n" +
-            "SCIF_APPMETA_" + n + "=" + root + "/scif\n" +
-            "SCIF_APPROOT_" + n + "=" + root + "\n" +
-            "SCIF_APPBIN_" + n + "=" + root + "/bin\n" +
-            "SCIF_APPLIB_" + n + "=" + root + "/lib\n\n" +
-            "export SCIF_APPDATA_" + n + " SCIF_APPMETA_" + n + " SCIF_APPROOT_" + n + " SCIF_APPBIN_" + n +
-            " SCIF_APPLIB_" + n + "\n";
-    if (has_body(app.env)) text += "export SCIF_APPENV_" + n + "=\"" + root + "/scif/env/90-environment.sh\"\n";
-    text += "export SCIF_APPLABELS_" + n + "=\"" + root + "/scif/labels.json\"\n";
-    if (has_body(app.run)) text += "export SCIF_APPRUN_" + n + "=\"" + root + "/scif/runscript\"\n";
+    text << "## App Global Exports For: " << n << "\n\t\n"
+         << "SCIF_APPDATA_" << n << "=/scif/data/" << app.name << "\n"
+         << "SCIF_APPMETA_" << n << "=" << root << "/scif\n"
+         << "SCIF_APPROOT_" << n << "=" << root << "\n"
+         << "SCIF_APPBIN_" << n << "=" << root << "/bin\n"
+         << "SCIF_APPLIB_" << n << "=" << root << "/lib\n\n"
+         << "export SCIF_APPDATA_" << n << " SCIF_APPMETA_" << n << " SCIF_APPROOT_" << n << " SCIF_APPBIN_" << n
+         << " SCIF_APPLIB_" << n << "\n";
+    if (has_body(app.env)) text << "export SCIF_APPENV_" << n << "=\"" << root << "/scif/env/90-environment.sh\"\n";
+    text << "export SCIF_APPLABELS_" << n << "=\"" << root << "/scif/labels.json\"\n";
+    if (has_body(app.run)) text << "export SCIF_APPRUN_" << n << "=\"" << root << "/scif/runscript\"\n";
   }
-  return text;
+  return text.str();
 }
 
 void write_apps(runtime::RootMode mode, const std::string& rootfs, const Stage& stage, const std::string& file) {
@@ -88,7 +101,8 @@ void write_apps(runtime::RootMode mode, const std::string& rootfs, const Stage& 
     for (FileCopy copy : app.files) {
       // Relative to the app's root, also when written absolute (filepath.Join in Apptainer).
       const auto first = copy.destination.find_first_not_of('/');
-      copy.destination = "/scif/apps/" + app.name + "/" + (first == std::string::npos ? "" : copy.destination.substr(first));
+      copy.destination =
+          "/scif/apps/" + app.name + "/" + (first == std::string::npos ? "" : copy.destination.substr(first));
       block.copies.push_back(std::move(copy));
     }
     copy_files(mode, rootfs, block, "", file);
@@ -100,7 +114,9 @@ Script post_with_app_installs(const Stage& stage) {
   for (const App& app : stage.apps) {
     if (!post.present) post.present = true;
     const std::string root = "/scif/apps/" + app.name;
-    post.body += "\ncd /\n. " + root + "/scif/env/01-base.sh\n\ncd " + root + "\n" + app.install.body + "\ncd /\n";
+    std::ostringstream install;
+    install << "\ncd /\n. " << root << "/scif/env/01-base.sh\n\ncd " << root << "\n" << app.install.body << "\ncd /\n";
+    post.body += install.str();
   }
   return post;
 }

@@ -22,7 +22,8 @@ std::string make_directory_in(const std::string& parent) {
   std::string pattern = parent + "/capsa-image-XXXXXX";
   std::vector<char> buffer(pattern.begin(), pattern.end());
   buffer.push_back('\0');
-  if (::mkdtemp(buffer.data()) == nullptr) throw_errno("creating a temporary directory for --disable-cache in " + parent);
+  if (::mkdtemp(buffer.data()) == nullptr)
+    throw_errno("creating a temporary directory for --disable-cache in " + parent);
   return buffer.data();
 }
 

@@ -173,8 +173,10 @@ std::string to_json(const Metadata& m) {
       nlohmann::ordered_json entry = nlohmann::ordered_json::object();
       if (!app.environment.empty()) entry["environment"] = app.environment;
       if (!app.labels.empty()) entry["labels"] = app.labels;
-      for (const auto& [key, value] : {std::pair{"runscript", &app.runscript}, {"startscript", &app.startscript},
-                                       {"test", &app.test}, {"helpfile", &app.helpfile}})
+      for (const auto& [key, value] : {std::pair{"runscript", &app.runscript},
+                                       {"startscript", &app.startscript},
+                                       {"test", &app.test},
+                                       {"helpfile", &app.helpfile}})
         if (!value->empty()) entry[key] = *value;
       apps[name] = std::move(entry);
     }
@@ -296,14 +298,17 @@ std::string format_inspect(const Metadata& m, const InspectOptions& options) {
   auto found = o.app.empty() ? m.apps.end() : m.apps.find(o.app);
   const AppMetadata& app = found == m.apps.end() ? none : found->second;
   if (!m.deffile.empty()) out += m.deffile + "\n";
-  for (const auto& [own, of_app] : {std::pair{&m.runscript, &app.runscript}, {&m.startscript, &app.startscript},
-                                    {&m.test, &app.test}, {&m.helpfile, &app.helpfile}}) {
+  for (const auto& [own, of_app] : {std::pair{&m.runscript, &app.runscript},
+                                    {&m.startscript, &app.startscript},
+                                    {&m.test, &app.test},
+                                    {&m.helpfile, &app.helpfile}}) {
     const std::string& section = !own->empty() ? *own : *of_app;
     if (!section.empty()) out += section + "\n";
   }
   for (const auto& [path, script] : !m.environment.empty() ? m.environment : app.environment)
-    out += "=== " + path + " ===\n" + script + "\n\n";
-  for (const auto& [key, value] : !m.labels.empty() ? m.labels : app.labels) out += key + ": " + value + "\n";
+    out.append("=== ").append(path).append(" ===\n").append(script).append("\n\n");
+  for (const auto& [key, value] : !m.labels.empty() ? m.labels : app.labels)
+    out.append(key).append(": ").append(value).append("\n");
   return out;
 }
 

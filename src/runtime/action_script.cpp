@@ -109,9 +109,10 @@ std::string dispatch(const std::string& action) {
   }
   // --app NAME: the app's own script (Apptainer's action_script.sh, with its words).
   auto app_script = [](const char* script, const char* missing) {
-    return std::string("if [ -n \"${SINGULARITY_APPNAME:-}\" ]; then\n"
-                       "  if [ -x \"/scif/apps/$SINGULARITY_APPNAME/scif/") + script +
-           "\" ]; then exec \"/scif/apps/$SINGULARITY_APPNAME/scif/" + script + "\" \"$@\"; fi\n" +
+    return std::string(
+               "if [ -n \"${SINGULARITY_APPNAME:-}\" ]; then\n"
+               "  if [ -x \"/scif/apps/$SINGULARITY_APPNAME/scif/") +
+           script + "\" ]; then exec \"/scif/apps/$SINGULARITY_APPNAME/scif/" + script + "\" \"$@\"; fi\n" +
            "  echo \"ERROR:   " + missing + ": $SINGULARITY_APPNAME\" >&2\n  exit 1\nfi\n";
   };
   if (action == "run")

@@ -86,7 +86,8 @@ std::string find_command(const std::string& command, const EnvMap& env) {
 std::vector<std::string> action_argv_without_shell(const std::string& action, const std::vector<std::string>& args,
                                                    const EnvMap& env, const std::string& root) {
   std::vector<std::string> argv;
-  if (const std::string app = lookup(env, "SINGULARITY_APPNAME"); !app.empty() && (action == "run" || action == "test")) {
+  if (const std::string app = lookup(env, "SINGULARITY_APPNAME");
+      !app.empty() && (action == "run" || action == "test")) {
     // --app NAME: the app's own script, as the action script runs it.
     const std::string script = "/scif/apps/" + app + "/scif/" + (action == "run" ? "runscript" : "test");
     if (!executable_file(root + script))

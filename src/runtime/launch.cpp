@@ -307,8 +307,10 @@ void launch(const ActionRequest& r) {
   }
   if (r.writable && !sandbox) refuse_writable_sif(sif->image);
   if (!r.app.empty()) {
-    if (sandbox) image::require_app(image::DirectoryFiles(image), r.app, r.image);
-    else image::require_app(sif->files, r.app, r.image);
+    if (sandbox)
+      image::require_app(image::DirectoryFiles(image), r.app, r.image);
+    else
+      image::require_app(sif->files, r.app, r.image);
   }
   // Bad namespace options fail here, before anything is mounted.
   PrivateNamespaces namespaces = r.namespaces;

@@ -32,7 +32,8 @@ std::string make_temporary_directory(const std::string& tmpdir) {
   std::string pattern = temporary_parent(tmpdir) + "/capsa-unsquash-XXXXXX";
   std::vector<char> buffer(pattern.begin(), pattern.end());
   buffer.push_back('\0');
-  if (::mkdtemp(buffer.data()) == nullptr) throw_errno("creating a temporary directory for --unsquash in " + temporary_parent(tmpdir));
+  if (::mkdtemp(buffer.data()) == nullptr)
+    throw_errno("creating a temporary directory for --unsquash in " + temporary_parent(tmpdir));
   return buffer.data();
 }
 

@@ -70,9 +70,9 @@ class Build : public ::testing::Test {
 inline std::string squashfs_listing(const std::string& sif, const TempDir& dir) {
   sif::Image image = sif::Image::open(sif);
   std::string part = dir / "partition.squashfs";
-  auto dump = run_process({"sh", "-c", "\"$0\" sif dump " + std::to_string(image.primary_partition()->id) +
-                                           " \"$1\" > \"$2\"",
-                           test::capsa_binary(), sif, part});
+  auto dump =
+      run_process({"sh", "-c", "\"$0\" sif dump " + std::to_string(image.primary_partition()->id) + " \"$1\" > \"$2\"",
+                   test::capsa_binary(), sif, part});
   EXPECT_EQ(dump.exit_code, 0) << dump.err;
   auto listing = run_process({"unsquashfs", "-lln", "-d", "", part}, "", 300);
   EXPECT_EQ(listing.exit_code, 0) << listing.err;

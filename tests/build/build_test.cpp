@@ -267,11 +267,12 @@ TEST_F(Build, UpdateRunsTheDefinitionOverTheExistingSandbox) {
 TEST_F(Build, ArchChoosesThePlatformOfTheDockerImages) {
   // public/multiplatform's /etc/arch names its platform; nothing of it runs here.
   std::string sandbox = work / "arm.sandbox";
-  auto direct = capsa({"build", "--arch", "arm64", "--sandbox", sandbox, "docker://" + registry("public/multiplatform:latest")});
+  auto direct =
+      capsa({"build", "--arch", "arm64", "--sandbox", sandbox, "docker://" + registry("public/multiplatform:latest")});
   ASSERT_EQ(direct.exit_code, 0) << direct.err;
   EXPECT_EQ(test::read_file(sandbox + "/etc/arch"), "linux/arm64/v8\n");
-  std::string recipe = def("arm.def", "Bootstrap: docker\nFrom: " + registry("public/multiplatform:latest") +
-                                          "\n%labels\n    Built here\n");
+  std::string recipe = def(
+      "arm.def", "Bootstrap: docker\nFrom: " + registry("public/multiplatform:latest") + "\n%labels\n    Built here\n");
   std::string sif = work / "arm.sif";
   auto built = capsa({"build", "--arch", "arm64", sif, recipe});
   ASSERT_EQ(built.exit_code, 0) << built.err;

@@ -21,31 +21,36 @@ class ScifApps : public Build {
     Build::SetUp();
     std::string tool = work.write("tool.sh", "#!/bin/sh\necho tool from appfiles\n");
     ::chmod(tool.c_str(), 0755);
-    std::string recipe = def("apps.def",
-        "Bootstrap: docker\n"
-        "From: " + registry("public/busybox:1.0") + "\n"
-        "\n"
-        "%post\n"
-        "    echo post-ran > /post-ran\n"
-        "%appinstall hello\n"
-        "    echo \"installed in $PWD as $SCIF_APPNAME\" > installed.txt\n"
-        "    printf '#!/bin/sh\\necho hello-bin\\n' > bin/hello-tool\n"
-        "    chmod 755 bin/hello-tool\n"
-        "%apprun hello\n"
-        "    echo \"hello runs with $*\"\n"
-        "    echo \"$SCIF_APPNAME $SCIF_APPROOT $SCIF_APPMETA $SCIF_APPDATA $SCIF_APPINPUT $SCIF_APPOUTPUT\"\n"
-        "%appenv hello\n"
-        "    export HELLO_ENV=from-appenv\n"
-        "%applabels hello\n"
-        "    Maintainer hello-team\n"
-        "%apphelp hello\n"
-        "    Hello helps.\n"
-        "%apptest hello\n"
-        "    echo hello-test-ran \"$@\"\n"
-        "%appfiles hello\n"
-        "    " + tool + " bin/tool.sh\n"
-        "%apprun world\n"
-        "    echo world runs\n");
+    std::string recipe =
+        def("apps.def",
+            "Bootstrap: docker\n"
+            "From: " +
+                registry("public/busybox:1.0") +
+                "\n"
+                "\n"
+                "%post\n"
+                "    echo post-ran > /post-ran\n"
+                "%appinstall hello\n"
+                "    echo \"installed in $PWD as $SCIF_APPNAME\" > installed.txt\n"
+                "    printf '#!/bin/sh\\necho hello-bin\\n' > bin/hello-tool\n"
+                "    chmod 755 bin/hello-tool\n"
+                "%apprun hello\n"
+                "    echo \"hello runs with $*\"\n"
+                "    echo \"$SCIF_APPNAME $SCIF_APPROOT $SCIF_APPMETA $SCIF_APPDATA $SCIF_APPINPUT $SCIF_APPOUTPUT\"\n"
+                "%appenv hello\n"
+                "    export HELLO_ENV=from-appenv\n"
+                "%applabels hello\n"
+                "    Maintainer hello-team\n"
+                "%apphelp hello\n"
+                "    Hello helps.\n"
+                "%apptest hello\n"
+                "    echo hello-test-ran \"$@\"\n"
+                "%appfiles hello\n"
+                "    " +
+                tool +
+                " bin/tool.sh\n"
+                "%apprun world\n"
+                "    echo world runs\n");
     auto built = capsa({"build", sif, recipe});
     ASSERT_EQ(built.exit_code, 0) << built.err;
     EXPECT_TRUE(leftovers().empty());
@@ -64,10 +69,10 @@ TEST_F(ScifApps, LayoutIsApptainers) {
                           "/scif/apps/hello/scif/env", "/scif/data/hello/input", "/scif/data/hello/output",
                           "/scif/apps/world/bin", "/scif/data/world/output"})
     EXPECT_EQ(mode_of(dir), "drwxr-xr-x") << dir << "\n" << listing;
-  for (const char* script : {"/scif/apps/hello/scif/runscript", "/scif/apps/hello/scif/test",
-                             "/scif/apps/hello/scif/env/01-base.sh", "/scif/apps/hello/scif/env/90-environment.sh",
-                             "/scif/apps/world/scif/runscript", "/.singularity.d/env/94-appsbase.sh",
-                             "/scif/apps/hello/bin/tool.sh", "/scif/apps/hello/bin/hello-tool"})
+  for (const char* script :
+       {"/scif/apps/hello/scif/runscript", "/scif/apps/hello/scif/test", "/scif/apps/hello/scif/env/01-base.sh",
+        "/scif/apps/hello/scif/env/90-environment.sh", "/scif/apps/world/scif/runscript",
+        "/.singularity.d/env/94-appsbase.sh", "/scif/apps/hello/bin/tool.sh", "/scif/apps/hello/bin/hello-tool"})
     EXPECT_EQ(mode_of(script), "-rwxr-xr-x") << script << "\n" << listing;
   for (const char* file : {"/scif/apps/hello/scif/labels.json", "/scif/apps/hello/scif/runscript.help",
                            "/scif/apps/world/scif/labels.json"})
@@ -123,11 +128,12 @@ TEST_F(ScifApps, RunExecShellAndTestSelectTheApp) {
   // APPTAINER_APP is --app's environment variable.
   EXPECT_EQ(capsa({"run", sif}, {"APPTAINER_APP=world"}).out, "world runs\n");
 
-  auto exec = capsa({"exec", "--app", "hello", sif, "sh", "-c",
-                     "echo $HELLO_ENV $SCIF_APPNAME $APPTAINER_APPNAME $SINGULARITY_APPNAME; "
-                     "echo $SCIF_APPBIN $SCIF_APPLIB $SCIF_APPRUN $SCIF_APPENV; "
-                     "echo $PATH; echo $LD_LIBRARY_PATH; hello-tool; tool.sh; "
-                     "echo $SCIF_APPDATA_hello $SCIF_APPRUN_world"});
+  const std::string script =
+      "echo $HELLO_ENV $SCIF_APPNAME $APPTAINER_APPNAME $SINGULARITY_APPNAME; "
+      "echo $SCIF_APPBIN $SCIF_APPLIB $SCIF_APPRUN $SCIF_APPENV; "
+      "echo $PATH; echo $LD_LIBRARY_PATH; hello-tool; tool.sh; "
+      "echo $SCIF_APPDATA_hello $SCIF_APPRUN_world";
+  auto exec = capsa({"exec", "--app", "hello", sif, "sh", "-c", script});
   EXPECT_EQ(exec.exit_code, 0) << exec.err;
   std::istringstream lines(exec.out);
   std::string names, app_paths, path, libraries, tool, copied, all_apps;

@@ -208,14 +208,15 @@ TEST(Inspect, ScifAppsListedAndInspectedOneByOne) {
   put("root/scif/apps/a/scif/runscript.help", "Help of a.\n");
   put("root/scif/apps/not-an-app/bin/tool", "");  // no scif/: not an app
   const DirectoryFiles root(dir / "root");
-  auto show = [&](InspectOptions o) { return format_inspect(read_metadata(root, o), o); };
+  auto show = [&](const InspectOptions& o) { return format_inspect(read_metadata(root, o), o); };
 
   InspectOptions list;
   list.list_apps = true;
   EXPECT_EQ(show(list), "a\nb\n");
   list.json = true;
-  EXPECT_EQ(show(list), "{\n\t\"data\": {\n\t\t\"attributes\": {\n\t\t\t\"apps\": {\n\t\t\t\t\"a\": {},\n"
-                        "\t\t\t\t\"b\": {}\n\t\t\t}\n\t\t}\n\t},\n\t\"type\": \"container\"\n}\n");
+  EXPECT_EQ(show(list),
+            "{\n\t\"data\": {\n\t\t\"attributes\": {\n\t\t\t\"apps\": {\n\t\t\t\t\"a\": {},\n"
+            "\t\t\t\t\"b\": {}\n\t\t\t}\n\t\t}\n\t},\n\t\"type\": \"container\"\n}\n");
 
   InspectOptions app;
   app.app = "b";
@@ -223,11 +224,12 @@ TEST(Inspect, ScifAppsListedAndInspectedOneByOne) {
   app.runscript = app.environment = true;
   EXPECT_EQ(show(app), "#!/bin/sh\n\necho b\n=== /scif/apps/b/scif/env/90-environment.sh ===\nexport B=1\n\n");
   app.json = true;
-  EXPECT_EQ(show(app), "{\n\t\"data\": {\n\t\t\"attributes\": {\n\t\t\t\"apps\": {\n\t\t\t\t\"b\": {\n"
-                       "\t\t\t\t\t\"environment\": {\n"
-                       "\t\t\t\t\t\t\"/scif/apps/b/scif/env/90-environment.sh\": \"export B=1\"\n\t\t\t\t\t},\n"
-                       "\t\t\t\t\t\"runscript\": \"#!/bin/sh\\n\\necho b\"\n\t\t\t\t}\n\t\t\t}\n\t\t}\n\t},\n"
-                       "\t\"type\": \"container\"\n}\n");
+  EXPECT_EQ(show(app),
+            "{\n\t\"data\": {\n\t\t\"attributes\": {\n\t\t\t\"apps\": {\n\t\t\t\t\"b\": {\n"
+            "\t\t\t\t\t\"environment\": {\n"
+            "\t\t\t\t\t\t\"/scif/apps/b/scif/env/90-environment.sh\": \"export B=1\"\n\t\t\t\t\t},\n"
+            "\t\t\t\t\t\"runscript\": \"#!/bin/sh\\n\\necho b\"\n\t\t\t\t}\n\t\t\t}\n\t\t}\n\t},\n"
+            "\t\"type\": \"container\"\n}\n");
 
   InspectOptions all;
   all.all = true;

@@ -47,7 +47,8 @@ TEST(TemporaryImage, UnsquashRunsFromASandboxInTmpdirAndRemovesIt) {
   EXPECT_NE(refused.err.find("no SCIF app \"nope\""), std::string::npos) << refused.err;
   EXPECT_TRUE(entries(tmp).empty());
   // A signal a process sends capsa reaches the container; capsa ends the same way.
-  auto killed = capsa({"exec", "--unsquash", "--tmpdir", tmp, sif, "sh", "-c", "kill -TERM $PPID; sleep 5; echo survived"});
+  auto killed =
+      capsa({"exec", "--unsquash", "--tmpdir", tmp, sif, "sh", "-c", "kill -TERM $PPID; sleep 5; echo survived"});
   EXPECT_EQ(killed.out, "") << killed.err;
   EXPECT_TRUE(entries(tmp).empty());
 }
