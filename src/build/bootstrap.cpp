@@ -44,6 +44,7 @@ std::string pull_base_image(const std::string& reference, const BootstrapOptions
   pull.reference = reference.find("://") == std::string::npos ? "docker://" + reference : reference;
   pull.registry = options.registry;
   pull.library = library;
+  pull.platform = options.platform;
   try {
     if (!options.disable_cache) return pull::cached_sif_in_subprocess(pull, options.progress);
     pull.disable_cache = true;

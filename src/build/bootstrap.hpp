@@ -7,6 +7,7 @@
 #include <string>
 
 #include "build/definition.hpp"
+#include "oci/platform.hpp"
 #include "pull/pull.hpp"
 #include "runtime/sandbox_run.hpp"
 #include "util/progress.hpp"
@@ -19,6 +20,7 @@ struct BootstrapOptions {
   bool disable_cache = false;
   bool fix_perms = false;         // a docker base image's files get u+rwX (build --fix-perms)
   pull::RegistryAccess registry;  // for a docker base image
+  std::optional<oci::Platform> platform;  // --arch: the base image's platform; this machine's otherwise
   Progress::Mode progress = Progress::Mode::Log;
   std::string file;            // definition file name, for messages
 };

@@ -16,6 +16,7 @@
 #include "build/bootstrap.hpp"
 #include "build/definition.hpp"
 #include "build/host_ops.hpp"
+#include "build/stage_apps.hpp"
 #include "build/stage_files.hpp"
 #include "build/stage_metadata.hpp"
 #include "convert/pack.hpp"
@@ -167,10 +168,14 @@ int run_in_build_container(const Context& ctx, const std::string& rootfs, std::v
   return runtime::run_in_sandbox(command);
 }
 
+// %post, and after it each SCIF app's %appinstall (stage_apps.hpp).
 void run_post(Context& ctx, const Stage& stage, const std::string& rootfs) {
-  const std::string where = ctx.file + ":" + std::to_string(stage.post.line) + ": %post";
-  std::string shell = script_shell(stage.post, where);
-  put_file_in_root(ctx.mode, rootfs, "/.post.script", script_text(stage.post, ctx.file), 0755);
+  const Script post = post_with_app_installs(stage);
+  const std::string where = stage.post.present
+                                ? ctx.file + ":" + std::to_string(post.line) + ": %post"
+                                : ctx.file + ":" + std::to_string(stage.apps.front().line) + ": %appinstall";
+  std::string shell = script_shell(post, where);
+  put_file_in_root(ctx.mode, rootfs, "/.post.script", script_text(post, ctx.file), 0755);
   ctx.progress.note(std::string("capsa: running %post as ") + runtime::root_mode_name(ctx.mode) + " in the container");
   int status = run_in_build_container(ctx, rootfs, {shell, "-e", "/.post.script"});
   throw_if_interrupted();
@@ -191,6 +196,11 @@ void run_test(Context& ctx, const std::string& rootfs, const std::string& where)
                            status);
 }
 
+// --arch, else this machine's: the SIF's partition and the build-arch labels say it.
+std::string target_architecture(const BuildOptions& options) {
+  return options.platform ? options.platform->architecture : oci::host_platform().architecture;
+}
+
 BootstrapOptions bootstrap_options(const Context& ctx, const std::string& work) {
   BootstrapOptions boot;
   boot.mode = ctx.mode;
@@ -198,6 +208,7 @@ BootstrapOptions bootstrap_options(const Context& ctx, const std::string& work) 
   boot.disable_cache = ctx.options.disable_cache;
   boot.fix_perms = ctx.options.fix_perms;
   boot.registry = ctx.options.registry;
+  boot.platform = ctx.options.platform;
   boot.progress = ctx.progress.mode();
   boot.file = ctx.file;
   return boot;
@@ -223,8 +234,9 @@ void write_sif(Context& ctx, const std::string& rootfs, const std::string& targe
   convert::PackOptions pack;
   pack.compression = ctx.options.compression;
   ctx.progress.note("capsa: creating the SIF image " + target);
-  sif::PartitionSlot slot(target, create, {def, inspect},
-                          sif::partition_input("", sif::FsType::Squashfs, sif::PartType::PrimSys, oci::host_platform().architecture));
+  sif::PartitionSlot slot(
+      target, create, {def, inspect},
+      sif::partition_input("", sif::FsType::Squashfs, sif::PartType::PrimSys, target_architecture(ctx.options)));
   // Owners as the container sees them: read inside the subid namespace, the caller's
   // recorded as root under emulation.
   std::uint64_t size = runtime::pack_sandbox(rootfs, slot.fd(), static_cast<std::uint64_t>(slot.offset()), ctx.mode, pack);
@@ -257,10 +269,19 @@ std::string build_from_definition(Context& ctx, const std::string& work, const s
     std::string label = stage.name().empty() ? std::to_string(i + 1) : stage.name();
     ctx.progress.note("capsa: stage " + label + ": bootstrap " + stage.bootstrap() +
                       (stage.has("from") ? " from " + stage.get("from") : std::string()));
-    BootstrapOptions boot = bootstrap_options(ctx, work);
-    BootstrapResult base = bootstrap(stage, rootfs, boot);
+    BootstrapResult base;
+    if (ctx.options.update && !ctx.options.force && i + 1 == def.stages.size()) {
+      // --update: a copy of the existing sandbox, which replaces it only once the build
+      // has succeeded, as Apptainer packs the target into the bundle.
+      ctx.progress.note("capsa: building into the existing sandbox " + ctx.options.target + " (--update)");
+      copy_sandbox(ctx.mode, ctx.options.target, rootfs);
+    } else {
+      base = bootstrap(stage, rootfs, bootstrap_options(ctx, work));
+    }
     throw_if_interrupted();
     prepare_base_layout(ctx.mode, rootfs);
+    // Apptainer makes the apps right after the bootstrap, before %setup and %files.
+    write_apps(ctx.mode, rootfs, stage, ctx.file);
 
     if (section_enabled(sections, "files"))
       for (const FilesBlock& block : stage.files)
@@ -269,10 +290,10 @@ std::string build_from_definition(Context& ctx, const std::string& work, const s
     if (section_enabled(sections, "files"))
       for (const FilesBlock& block : stage.files)
         if (block.from_stage.empty()) copy_files(ctx.mode, rootfs, block, "", ctx.file);
-    if (stage.post.present && section_enabled(sections, "post")) run_post(ctx, stage, rootfs);
+    if ((stage.post.present || !stage.apps.empty()) && section_enabled(sections, "post")) run_post(ctx, stage, rootfs);
 
     StageContext meta;
-    meta.architecture = oci::host_platform().architecture;
+    meta.architecture = target_architecture(ctx.options);
     meta.time = ctx.options.time;
     meta.capsa_version = ctx.options.capsa_version;
     meta.base_reference = base.base_reference;
@@ -293,8 +314,19 @@ std::string build_from_definition(Context& ctx, const std::string& work, const s
 BuildResult build(const BuildOptions& options, Progress& progress) {
   if (options.target.empty() || options.source.empty()) throw Error("build needs TARGET and SOURCE");
   const SourceKind kind = classify(options.source);
-  if (path_exists(options.target) && !options.force)
-    throw Error("build target " + options.target + " already exists (use --force to replace it)");
+  if (options.update) {
+    // Apptainer's words (cmd/internal/cli/build.go).
+    if (!options.sandbox) throw Error("only sandbox update is supported: --sandbox flag is missing");
+    if (!path_exists(options.target)) throw Error("could not update sandbox " + options.target + ": doesn't exist");
+    if (!is_directory(options.target))
+      throw Error("only sandbox update is supported: " + options.target + " is not a directory");
+    if (kind != SourceKind::Definition)
+      throw Error("--update runs a definition file over the sandbox: " + options.source + " is not one");
+  } else if (path_exists(options.target) && !options.force) {
+    throw Error("build target " + options.target +
+                " already exists (use --force to replace it, or --update "
+                "with --sandbox to build into it)");
+  }
   if (options.sandbox && options.target.ends_with(".sif"))
     log::warning("--sandbox writes a directory, although " + options.target + " ends in .sif");
 
@@ -311,6 +343,7 @@ BuildResult build(const BuildOptions& options, Progress& progress) {
     pull.force = options.force;
     pull.disable_cache = options.disable_cache;
     pull.registry = options.registry;
+    pull.platform = options.platform;
     pull::pull(pull, progress);
     return result;
   }

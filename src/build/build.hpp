@@ -8,10 +8,12 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "oci/platform.hpp"
 #include "pull/pull.hpp"
 #include "runtime/bind_spec.hpp"
 #include "util/error.hpp"
@@ -24,6 +26,7 @@ struct BuildOptions {
   std::string source;                          // def file, docker://REF, SIF, or sandbox directory
   bool sandbox = false;                        // --sandbox
   bool force = false;                          // --force: replace an existing target
+  bool update = false;                         // --update: the last stage starts from the sandbox TARGET
   bool fakeroot = false;                       // --fakeroot (implied for an unprivileged build)
   bool notest = false;                         // --notest
   std::set<std::string> sections;              // --section: empty = all
@@ -35,6 +38,7 @@ struct BuildOptions {
   bool disable_cache = false;
   bool fix_perms = false;         // --fix-perms: u+rwX on everything a docker base image brings
   pull::RegistryAccess registry;  // --nohttps and credentials, for docker sources
+  std::optional<oci::Platform> platform;  // --arch/--arch-variant: of docker images, recorded in the SIF
   std::string compression = "zstd";
   std::int64_t time = 0;                       // image time (SOURCE_DATE_EPOCH when set)
   std::string capsa_version;

@@ -75,7 +75,8 @@ const std::set<std::string>& scif_sections() {
 }
 
 constexpr const char* kValidSections =
-    "%arguments, %setup, %files, %post, %environment, %runscript, %startscript, %test, %labels, %help";
+    "%arguments, %setup, %files, %post, %environment, %runscript, %startscript, %test, %labels, %help, "
+    "or a SCIF app's %appinstall, %apprun, %appenv, %apptest, %apphelp, %applabels, %appfiles, %appstart";
 
 // Words of a %files line: whitespace-separated, with '...' and "..." for names with spaces.
 std::vector<std::string> shell_words(const std::string& text, const std::string& file, int line) {
@@ -237,17 +238,67 @@ void parse_files_block(Stage& stage, const std::string& args, const std::vector<
   stage.files.push_back(std::move(block));
 }
 
-void parse_labels(Stage& stage, const std::vector<Line>& body) {
+void parse_labels(std::vector<std::pair<std::string, std::string>>& labels, const std::vector<Line>& body) {
   for (const Line& l : body) {
     if (blank_or_comment(l.text)) continue;
     std::string text = trim(l.text);
     auto space = text.find_first_of(" \t");
     std::string key = text.substr(0, space);
     std::string value = space == std::string::npos ? "" : trim(text.substr(space));
-    auto existing = std::find_if(stage.labels.begin(), stage.labels.end(),
-                                 [&](const auto& entry) { return entry.first == key; });
-    if (existing != stage.labels.end()) existing->second = value;
-    else stage.labels.emplace_back(key, value);
+    auto existing = std::find_if(labels.begin(), labels.end(), [&](const auto& entry) { return entry.first == key; });
+    if (existing == labels.end()) {
+      labels.emplace_back(key, value);
+    } else {
+      existing->second = value;
+    }
+  }
+}
+
+// The app a "%appSECTION NAME" line names, created on its first mention. Names become
+// directories (/scif/apps/NAME) and variable suffixes, so only plain names are taken.
+App& app_named(Stage& stage, const std::string& section, const std::string& args, int line, const std::string& file) {
+  std::string name = args.substr(0, args.find_first_of(" \t"));
+  if (name.empty()) fail(file, line, "%" + section + " needs the app's name (expected \"%" + section + " NAME\")");
+  static const std::regex plain("^[A-Za-z0-9_][A-Za-z0-9_.-]*$");
+  if (!std::regex_match(name, plain))
+    fail(file, line, "SCIF app name \"" + name + "\" is not a plain name (expected letters, digits, _ . -)");
+  auto existing = std::find_if(stage.apps.begin(), stage.apps.end(), [&](const App& app) { return app.name == name; });
+  if (existing != stage.apps.end()) return *existing;
+  App app;
+  app.name = name;
+  app.line = line;
+  stage.apps.push_back(std::move(app));
+  return stage.apps.back();
+}
+
+// %appfiles lines: SOURCE [DESTINATION], the destination inside the app's directory.
+void parse_app_files(App& app, const std::vector<Line>& body, const std::string& file) {
+  for (const Line& l : body) {
+    if (blank_or_comment(l.text)) continue;
+    std::vector<std::string> words = shell_words(l.text, file, l.number);
+    if (words.size() > 2)
+      fail(file, l.number, "too many paths in %appfiles line \"" + trim(l.text) + "\" (expected SOURCE [DESTINATION])");
+    app.files.push_back({words[0], words.size() == 2 ? words[1] : words[0], l.number});
+  }
+}
+
+Script* app_script(App& app, const std::string& section) {
+  static const std::map<std::string, Script App::*> scripts = {
+      {"appinstall", &App::install}, {"apprun", &App::run},   {"appenv", &App::env},
+      {"apptest", &App::test},       {"apphelp", &App::help}, {"appstart", &App::start}};
+  auto found = scripts.find(section);
+  return found == scripts.end() ? nullptr : &(app.*(found->second));
+}
+
+void parse_app_section(Stage& stage, const std::string& section, const std::string& args, const std::vector<Line>& body,
+                       int line, const std::string& file) {
+  App& app = app_named(stage, section, args, line, file);
+  if (Script* script = app_script(app, section)) {
+    append_script(*script, "", body, line);
+  } else if (section == "appfiles") {
+    parse_app_files(app, body, file);
+  } else {  // applabels
+    parse_labels(app.labels, body);
   }
 }
 
@@ -276,11 +327,11 @@ Stage parse_stage(const std::vector<Line>& lines, const std::string& file) {
     body = without_trailing_blank_lines(std::move(body));
     if (Script* script = script_for(stage, name)) append_script(*script, args, body, line);
     else if (name == "files") parse_files_block(stage, args, body, line, file);
-    else if (name == "labels") parse_labels(stage, body);
-    else if (name == "arguments") { /* read before templating */ }
-    else if (scif_sections().count(name) != 0)
-      fail(file, line, "SCIF app sections (%" + name + ") are not supported by capsa (expected one of " +
-                           kValidSections + ")");
+    else if (name == "labels")
+      parse_labels(stage.labels, body);
+    else if (name == "arguments") { /* read before templating */
+    } else if (scif_sections().count(name) != 0)
+      parse_app_section(stage, name, args, body, line, file);
     else fail(file, line, "unknown section %" + name + " (expected one of " + kValidSections + ")");
     i = j;
   }

@@ -29,9 +29,20 @@ struct FileCopy {
 
 // One %files section; `from_stage` is set for `%files from STAGE`.
 struct FilesBlock {
+  std::string section = "%files";  // named in errors
   std::string from_stage;
   std::vector<FileCopy> copies;
   int line = 0;
+};
+
+// One SCIF app (https://sci-f.github.io): the %app* sections that name it, as Apptainer's
+// internal/pkg/build/apps/apps.go reads them. Repeated sections of one app are concatenated.
+struct App {
+  std::string name;
+  int line = 0;  // the first section that names it
+  Script install, run, env, test, help, start;
+  std::vector<FileCopy> files;  // %appfiles: SOURCE [DESTINATION], relative to /scif/apps/NAME
+  std::vector<std::pair<std::string, std::string>> labels;  // %applabels in order
 };
 
 struct Stage {
@@ -42,6 +53,7 @@ struct Stage {
   std::vector<FilesBlock> files;
   std::vector<std::pair<std::string, std::string>> labels;  // %labels in order
   std::map<std::string, std::string> arguments;             // %arguments defaults
+  std::vector<App> apps;                                    // SCIF apps in the order the file first names them
   std::string text;  // this stage's definition text after templating
   int line = 1;      // where the stage starts in the file
 

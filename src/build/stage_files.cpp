@@ -33,7 +33,7 @@ std::string parent_of(const std::string& path) {
 void copy_files(runtime::RootMode mode, const std::string& rootfs, const FilesBlock& block,
                 const std::string& from_rootfs, const std::string& file) {
   for (const FileCopy& copy : block.copies) {
-    std::string where = file + ":" + std::to_string(copy.line) + ": %files";
+    std::string where = file + ":" + std::to_string(copy.line) + ": " + block.section;
     std::vector<std::string> sources;
     if (from_rootfs.empty()) {
       sources = expand(copy.source);

@@ -8,6 +8,7 @@
 #include <ctime>
 
 #include "build/host_ops.hpp"
+#include "build/root_files.hpp"
 #include "image/container_files.hpp"
 #include "image/container_scripts.hpp"
 #include "image/metadata.hpp"
@@ -20,50 +21,6 @@ namespace capsa::build {
 namespace {
 
 constexpr const char* kDir = "/.singularity.d";
-
-// A file the base image may lack (labels.json) reads as empty.
-std::string read_text(const std::string& path) {
-  try {
-    return read_whole_file(path);
-  } catch (const SystemError& e) {
-    if (e.errno_value() == ENOENT) return {};
-    throw;
-  }
-}
-
-// Replaces whatever is at `path` (a symlink is replaced, never followed).
-void write_text(const std::string& path, const std::string& content, mode_t mode) {
-  if (::unlink(path.c_str()) != 0 && errno != ENOENT) throw_errno("replace " + path);
-  int raw = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
-  if (raw < 0) throw_errno("create " + path);
-  UniqueFd fd(raw);
-  try {
-    write_all(fd.get(), std::span(reinterpret_cast<const std::uint8_t*>(content.data()), content.size()));
-  } catch (const SystemError& e) {
-    throw SystemError("write " + path, e.errno_value());
-  }
-  ::fchmod(fd.get(), mode);  // not narrowed by the umask
-  if (::close(fd.release()) != 0) throw_errno("close " + path);
-}
-
-void make_directory(const std::string& path, mode_t mode) {
-  if (::mkdir(path.c_str(), mode) != 0) {
-    if (errno == EEXIST) return;
-    throw_errno("create " + path);
-  }
-  ::chmod(path.c_str(), mode);
-}
-
-// Runs `body` in a child that is the build's root, chrooted into rootfs.
-void in_chroot(runtime::RootMode mode, const std::string& rootfs, const std::string& what,
-               const std::function<void()>& body) {
-  as_build_root(mode, what, [&] {
-    if (::chroot(rootfs.c_str()) != 0) throw_errno("chroot " + rootfs);
-    if (::chdir("/") != 0) throw_errno("chdir / in " + rootfs);
-    ::umask(022);
-    body();
-  });
-}
 
 std::string rfc3339(std::int64_t seconds) {
   std::time_t t = static_cast<std::time_t>(seconds);

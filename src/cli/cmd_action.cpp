@@ -70,6 +70,10 @@ struct ActionFlags {
   std::vector<std::string> add_caps;
   std::vector<std::string> drop_caps;
   std::vector<std::string> security;
+  std::string app;
+  bool unsquash = false;
+  bool disable_cache = false;
+  std::string tmpdir;
 };
 
 // --security seccomp:PROFILE (apptainer's other kinds, uid:, gid:, selinux: and
@@ -108,12 +112,8 @@ std::vector<std::string> list_flag(const std::vector<std::string>& values, std::
 const std::vector<RefusedFlag>& refused_action_flags() {
   static const std::string later = "not in this version of capsa yet";
   static const std::vector<RefusedFlag> flags = {
-      {"--app", true, later + "; SCIF apps run with `exec IMAGE /scif/apps/NAME/...`"},
       {"-o,--overlay", true, later},
       {"--fusemount", true, later},
-      {"--tmpdir", true, later},
-      {"--unsquash", false, later},
-      {"--disable-cache", false, later},
       {"--allow-setuid", false, "capsa never runs setuid programs as root; images are mounted nosuid"},
       {"--apply-cgroups", true, later},
       {"--blkio-weight", true, later},
@@ -151,8 +151,8 @@ runtime::ActionRequest request_from(const std::string& action, const ActionFlags
   r.image = rest[0];
   r.args.assign(rest.begin() + 1, rest.end());
   if (action == "exec" && r.args.empty()) throw Error("exec needs a command to run in " + r.image);
-  if (r.image.rfind("docker://", 0) == 0 || r.image.rfind("library://", 0) == 0)
-    r.image = image_for_remote_reference(r.image, f.registry, f.quiet || quiet_output());
+  r.tmpdir = !f.tmpdir.empty() ? f.tmpdir : env_value("TMPDIR").value_or("");
+  r.unsquash = f.unsquash || env_flag("UNSQUASH");
   // -B wins in order after the environment's binds, as Apptainer merges them.
   r.binds = runtime::binds_from_environment(std::map<std::string, std::string>{
       {"APPTAINER_BIND", env_value("BIND").value_or("")}, {"APPTAINER_BINDPATH", env_value("BINDPATH").value_or("")}});
@@ -214,12 +214,20 @@ runtime::ActionRequest request_from(const std::string& action, const ActionFlags
   r.capabilities.drop = list_flag(f.drop_caps, {"DROP_CAPS"});
   r.seccomp_profile = seccomp_profile_from(list_flag(f.security, {"SECURITY"}));
   r.libraries = list_flag(f.containlibs, {"CONTAINLIBS"});
+  r.app = !f.app.empty() ? f.app : env_value("APP").value_or(env_value("APPNAME").value_or(""));
   r.namespaces.netns_path = !f.netns_path.empty() ? f.netns_path : env_value("NETNS_PATH").value_or("");
   if (!r.namespaces.netns_path.empty() && r.namespaces.net) {
     // Apptainer's words and choice: the existing namespace wins.
     log::warning("cannot join existing --netns-path and create a new network namespace with --net/-n");
     r.namespaces.net = false;
     r.networks.clear();
+  }
+  // Last: a --disable-cache pull makes a directory that only launch() removes.
+  if (r.image.rfind("docker://", 0) == 0 || r.image.rfind("library://", 0) == 0) {
+    RemoteImage pulled = image_for_remote_reference(r.image, f.registry, f.quiet || quiet_output(),
+                                                    f.disable_cache || env_flag("DISABLE_CACHE"), r.tmpdir);
+    r.image = pulled.sif;
+    r.temporary_directory = pulled.temporary_directory;
   }
   return r;
 }
@@ -297,6 +305,14 @@ void add_action(CLI::App& app, const std::string& name, const std::string& descr
   cmd->add_option("--security", flags->security, "seccomp:PROFILE.json: an OCI seccomp profile for the command")
       ->allow_extra_args(false);
   cmd->add_option("--netns-path", flags->netns_path, "Join this network namespace (root only), e.g. /run/netns/NAME");
+  cmd->add_flag("--unsquash", flags->unsquash,
+                "Run a SIF from a temporary sandbox unpacked from it (in --tmpdir), removed after the run");
+  cmd->add_flag("--disable-cache", flags->disable_cache,
+                "Pull a docker:// image into a temporary directory (in --tmpdir), removed after the run; the "
+                "cache is not used");
+  cmd->add_option("--tmpdir", flags->tmpdir,
+                  "Where --unsquash and --disable-cache put their temporary image (APPTAINER_TMPDIR, TMPDIR, /tmp)");
+  cmd->add_option("--app", flags->app, "Run this SCIF app of the image (its runscript, test, environment)");
   cmd->add_flag("--no-nv", flags->no_nv, "Do not bring in the NVIDIA driver (undoes APPTAINER_NV)");
   cmd->add_flag("--no-rocm", flags->no_rocm, "Do not bring in the ROCm driver (undoes APPTAINER_ROCM)");
   add_registry_flags(*cmd, flags->registry);
@@ -327,13 +343,16 @@ void add_action_commands(CLI::App& app, std::string_view only, const std::vector
   if (!wanted("run-help")) return;
 
   auto image = std::make_shared<std::string>();
-  auto* help = app.add_subcommand("run-help", "Show the image's help text (%help)");
-  help->add_option("image", *image, "SIF image")->required();
-  help->callback([image] {
-    image::InspectOptions options;
-    options.helpfile = true;
-    image::Metadata metadata = image::read_metadata(sif::Image::open(*image), options);
-    std::cout << (metadata.helpfile.empty() ? "No help sections were defined for this image" : metadata.helpfile) << "\n";
+  auto options = std::make_shared<image::InspectOptions>();
+  options->helpfile = true;
+  auto* help = app.add_subcommand("run-help", "Show the image's help text (%help, or an app's %apphelp)");
+  help->add_option("image", *image, "SIF image or sandbox directory")->required();
+  help->add_option("--app", options->app, "Show the help of this SCIF app (%apphelp)");
+  help->callback([image, options] {
+    // `inspect --helpfile [--app NAME]`, as Apptainer's run-help is.
+    image::Metadata metadata = image::read_metadata_at(*image, *options);
+    const std::string& text = options->app.empty() ? metadata.helpfile : metadata.apps[options->app].helpfile;
+    std::cout << (text.empty() ? "No help sections were defined for this image" : text) << "\n";
   });
 }
 

@@ -12,6 +12,7 @@
 #include "cli/global_flags.hpp"
 #include "cli/refused_flags.hpp"
 #include "cli/registry_options.hpp"
+#include "oci/platform.hpp"
 #include "runtime/bind_spec.hpp"
 #include "util/error.hpp"
 #include "util/fd.hpp"
@@ -24,6 +25,7 @@ namespace {
 struct BuildFlags {
   std::vector<std::string> positionals;
   bool force = false;
+  bool update = false;
   bool sandbox = false;
   bool fakeroot = false;
   bool notest = false;
@@ -40,6 +42,8 @@ struct BuildFlags {
   bool quiet = false;
   std::string tmpdir;
   std::string compression = "zstd";
+  std::string arch;
+  std::string arch_variant;
 };
 
 std::string read_text_file(const std::string& path) {
@@ -53,6 +57,7 @@ build::BuildOptions options_from(const BuildFlags& f) {
   o.source = f.positionals[1];
   o.sandbox = f.sandbox;
   o.force = f.force || env_flag("FORCE");
+  o.update = f.update || env_flag("UPDATE");
   o.fakeroot = f.fakeroot || env_flag("FAKEROOT");
   o.notest = f.notest || env_flag("NOTEST");
   std::vector<std::string> sections = f.sections;
@@ -78,6 +83,11 @@ build::BuildOptions options_from(const BuildFlags& f) {
   o.disable_cache = f.disable_cache || env_flag("DISABLE_CACHE");
   o.fix_perms = f.fix_perms || env_flag("FIXPERMS");
   o.registry = registry_access(f.registry);
+  if (!f.arch.empty()) o.platform = oci::platform_from_arch(f.arch);
+  if (!f.arch_variant.empty()) {
+    if (!o.platform) o.platform = oci::host_platform();
+    o.platform->variant = f.arch_variant;
+  }
   o.tmpdir = f.tmpdir;
   o.compression = f.compression;
   o.time = now_for_images();
@@ -94,11 +104,8 @@ const std::vector<RefusedFlag>& refused_build_flags() {
       {"--pem-path", true, "encrypted SIF images are not supported"},
       {"--mksquashfs-args", true, "capsa packs squashfs itself; use --compression"},
       {"--json", false, later},
-      {"--arch", true, later},
-      {"--arch-variant", true, later},
       {"--library", true, "library:// images are " + later},
       {"--no-cleanup", false, later},
-      {"-u,--update", false, later},
       {"--docker-host", true, "capsa talks to registries, never to a Docker daemon"},
       {"--nvccli", false, later + "; use --nv"},
       {"--mount", true, later + "; use -B"},
@@ -121,6 +128,8 @@ void add_build_command(CLI::App& app) {
   cmd->add_option("args", flags->positionals, "TARGET SOURCE")->required()->expected(2);
   cmd->add_flag("-F,--force", flags->force, "Replace an existing TARGET (and base-image labels with %labels)");
   cmd->add_flag("-s,--sandbox", flags->sandbox, "Write TARGET as a writable directory instead of a SIF");
+  cmd->add_flag("-u,--update", flags->update,
+                "With --sandbox: run the definition over the existing sandbox TARGET instead of a fresh bootstrap");
   cmd->add_flag("-f,--fakeroot", flags->fakeroot,
                 "Build as root-in-a-user-namespace (implied when not root): subuid/subgid ranges if you have "
                 "them, else root emulation");
@@ -140,6 +149,10 @@ void add_build_command(CLI::App& app) {
                 "Give the owner read/write (and search) on everything a docker:// base image brings (u+rwX)");
   add_registry_flags(*cmd, flags->registry);
   cmd->add_option("--tmpdir", flags->tmpdir, "Where the build's temporary tree goes (APPTAINER_TMPDIR, TMPDIR)");
+  cmd->add_option("--arch", flags->arch,
+                  "Architecture of docker:// images to build from (amd64, arm64, ppc64le, ...); default: this "
+                  "machine's");
+  cmd->add_option("--arch-variant", flags->arch_variant, "Architecture variant with --arch (v7, v8, ...)");
   cmd->add_option("--compression", flags->compression, "Squashfs compression: zstd (default), gzip or xz");
   cmd->add_flag("-q,--quiet", flags->quiet, "No progress output");
   add_refused_flags(*cmd, refused_build_flags());

@@ -6,10 +6,7 @@
 #include <memory>
 
 #include "cli/commands.hpp"
-#include "image/directory_files.hpp"
 #include "image/metadata.hpp"
-#include "sif/image.hpp"
-#include "util/path.hpp"
 
 namespace capsa::cli {
 
@@ -27,17 +24,13 @@ void add_inspect_command(CLI::App& app) {
   cmd->add_flag("-H,--helpfile", options->helpfile, "Show the help text (%help)");
   cmd->add_flag("-j,--json", options->json, "Print JSON instead of text");
   cmd->add_flag("--all", options->all, "Show every section, as JSON");
+  cmd->add_flag("--list-apps", options->list_apps, "List the SCIF apps (/scif/apps/NAME)");
+  cmd->add_option("--app", options->app, "Show the sections of this SCIF app instead of the image's");
   cmd->footer(
       "Reads /.singularity.d straight from the image's squashfs partition (or the sandbox directory); "
       "nothing is mounted.");
   cmd->callback([=] {
-    image::Metadata metadata;
-    if (is_directory(*path)) {
-      metadata = image::read_metadata(image::DirectoryFiles(*path), *options);
-    } else {
-      sif::Image sif = sif::Image::open(*path);
-      metadata = image::read_metadata(sif, *options);
-    }
+    image::Metadata metadata = image::read_metadata_at(*path, *options);
     for (const auto& warning : metadata.warnings) std::cerr << "WARNING: " << warning << "\n";
     std::cout << image::format_inspect(metadata, *options);
   });

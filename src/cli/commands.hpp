@@ -25,9 +25,15 @@ void add_completion_command(CLI::App& app);
 void add_man_pages_command(CLI::App& app);
 
 // The SIF to run for `exec docker://REF`, `exec library://REF` and the like: docker_image.cpp pulls it into
-// the cache (capsa-full); docker_image_forward.cpp hands the whole command to capsa-full
-// (the lean runner, which has no registry code).
-std::string image_for_remote_reference(const std::string& reference, const RegistryFlags& registry, bool quiet);
+// the cache (capsa-full), or with --disable-cache into a new directory under `tmpdir`
+// (runtime::temporary_parent) that the run removes; docker_image_forward.cpp hands the
+// whole command to capsa-full (the lean runner, which has no registry code).
+struct RemoteImage {
+  std::string sif;
+  std::string temporary_directory;  // set with --disable-cache: holds the SIF
+};
+RemoteImage image_for_remote_reference(const std::string& reference, const RegistryFlags& registry, bool quiet,
+                                       bool disable_cache, const std::string& tmpdir);
 
 // Current time in Unix seconds, or SOURCE_DATE_EPOCH when set (reproducible images).
 std::int64_t now_for_images();

@@ -4,6 +4,8 @@
 
 namespace capsa::cli {
 
-std::string image_for_remote_reference(const std::string&, const RegistryFlags&, bool) { forward_to_full(); }
+RemoteImage image_for_remote_reference(const std::string&, const RegistryFlags&, bool, bool, const std::string&) {
+  forward_to_full();
+}
 
 }  // namespace capsa::cli

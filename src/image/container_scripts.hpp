@@ -79,23 +79,39 @@ inline constexpr std::string_view kEnvEnvironment =
     "#!/bin/sh\n"
     "# Custom environment shell code should follow\n\n";
 
+// SCIF apps: with --app NAME, the app's bin and lib first, its 01-base.sh (SCIF_APPNAME,
+// SCIF_APPROOT, SCIF_APPDATA, ...) and 90-environment.sh (%appenv) sourced, as Apptainer's
+// 95-apps.sh does; and the other names Apptainer's help promises for the active app
+// (SCIF_APPBIN, SCIF_APPLIB, SCIF_APPENV, SCIF_APPLABELS, SCIF_APPRUN, SCIF_APPTEST,
+// SCIF_APPHELP), each set where its directory or file exists.
 inline constexpr std::string_view kEnvApps =
     "#!/bin/sh\n"
-    "# SCIF apps: when an app is selected, put its bin and lib first and load its environment.\n"
-    "app=\"${APPTAINER_APPNAME:-${SINGULARITY_APPNAME:-}}\"\n"
+    "app=\"${SINGULARITY_APPNAME:-${APPTAINER_APPNAME:-}}\"\n"
     "if [ -n \"$app\" ] && [ -d \"/scif/apps/$app\" ]; then\n"
     "    SCIF_APPS=/scif/apps\n"
     "    SCIF_APPROOT=\"/scif/apps/$app\"\n"
     "    export SCIF_APPS SCIF_APPROOT\n"
     "    PATH=\"$SCIF_APPROOT:$PATH\"\n"
-    "    [ -d \"$SCIF_APPROOT/bin\" ] && PATH=\"$SCIF_APPROOT/bin:$PATH\"\n"
+    "    if [ -d \"$SCIF_APPROOT/bin\" ]; then\n"
+    "        PATH=\"$SCIF_APPROOT/bin:$PATH\"\n"
+    "        SCIF_APPBIN=\"$SCIF_APPROOT/bin\"; export SCIF_APPBIN\n"
+    "    fi\n"
     "    if [ -d \"$SCIF_APPROOT/lib\" ]; then\n"
     "        LD_LIBRARY_PATH=\"$SCIF_APPROOT/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}\"\n"
-    "        export LD_LIBRARY_PATH\n"
+    "        SCIF_APPLIB=\"$SCIF_APPROOT/lib\"; export SCIF_APPLIB LD_LIBRARY_PATH\n"
     "    fi\n"
-    "    for f in \"$SCIF_APPROOT/scif/env/01-base.sh\" \"$SCIF_APPROOT/scif/env/90-environment.sh\"; do\n"
-    "        [ -f \"$f\" ] && . \"$f\"\n"
-    "    done\n"
+    "    [ -f \"$SCIF_APPROOT/scif/env/01-base.sh\" ] && . \"$SCIF_APPROOT/scif/env/01-base.sh\"\n"
+    "    if [ -f \"$SCIF_APPROOT/scif/env/90-environment.sh\" ]; then\n"
+    "        SCIF_APPENV=\"$SCIF_APPROOT/scif/env/90-environment.sh\"; export SCIF_APPENV\n"
+    "        . \"$SCIF_APPENV\"\n"
+    "    fi\n"
+    "    [ -f \"$SCIF_APPROOT/scif/labels.json\" ] && SCIF_APPLABELS=\"$SCIF_APPROOT/scif/labels.json\" && export "
+    "SCIF_APPLABELS\n"
+    "    [ -f \"$SCIF_APPROOT/scif/runscript\" ] && SCIF_APPRUN=\"$SCIF_APPROOT/scif/runscript\" && export "
+    "SCIF_APPRUN\n"
+    "    [ -f \"$SCIF_APPROOT/scif/test\" ] && SCIF_APPTEST=\"$SCIF_APPROOT/scif/test\" && export SCIF_APPTEST\n"
+    "    [ -f \"$SCIF_APPROOT/scif/runscript.help\" ] && SCIF_APPHELP=\"$SCIF_APPROOT/scif/runscript.help\" && export "
+    "SCIF_APPHELP\n"
     "    export PATH\n"
     "fi\n"
     "unset app\n";

@@ -5,8 +5,11 @@
 #include <optional>
 #include <string_view>
 
+#include "image/directory_files.hpp"
+#include "image/scif_apps.hpp"
 #include "image/squashfs_files.hpp"
 #include "util/error.hpp"
+#include "util/path.hpp"
 
 // Behaviour follows Apptainer's cmd/internal/cli/inspect.go and pkg/inspect/metadata.go
 // (read for facts only): which files are shown, that trailing newlines are trimmed,
@@ -23,8 +26,10 @@ InspectOptions effective(InspectOptions o) {
   if (o.all) {
     o.labels = o.deffile = o.runscript = o.startscript = o.test = o.environment = o.helpfile = true;
     o.json = true;
+    o.app.clear();  // --all shows every app
   }
-  if (!(o.deffile || o.runscript || o.startscript || o.test || o.environment || o.helpfile)) o.labels = true;
+  if (!(o.deffile || o.runscript || o.startscript || o.test || o.environment || o.helpfile || o.list_apps))
+    o.labels = true;
   return o;
 }
 
@@ -34,8 +39,8 @@ std::string trim_newlines(std::string text) {
   return text;
 }
 
-std::string read_script(const ImageFiles& root, std::string_view name) {
-  auto content = root.read_file(std::string(kMetadataDir) + "/" + std::string(name));
+std::string read_script(const ImageFiles& root, const std::string& dir, std::string_view name) {
+  auto content = root.read_file(dir + "/" + std::string(name));
   return content ? trim_newlines(std::move(*content)) : std::string();
 }
 
@@ -116,13 +121,16 @@ bool shown_environment_file(std::string_view name) {
   return matches("10-docker", ".sh") || matches("9", "-environment.sh");
 }
 
-std::map<std::string, std::string> read_environment(const ImageFiles& root) {
+// `metadata_dir` is /.singularity.d or an app's scif directory, which shows only its
+// 9*-environment.sh (Apptainer's inspect script).
+std::map<std::string, std::string> read_environment(const ImageFiles& root, const std::string& metadata_dir) {
   std::map<std::string, std::string> scripts;
-  const std::string dir = std::string(kMetadataDir) + "/env";
+  const std::string dir = metadata_dir + "/env";
+  const bool app = metadata_dir != kMetadataDir;
   auto names = root.list_directory(dir);
   if (!names) return scripts;
   for (const std::string& name : *names) {
-    if (!shown_environment_file(name)) continue;
+    if (!shown_environment_file(name) || (app && name.starts_with("10-docker"))) continue;
     // `[ -f ]` in Apptainer's script: only regular files (after symlinks) count.
     if (auto content = root.read_file(dir + "/" + name)) scripts[dir + "/" + name] = trim_newlines(std::move(*content));
   }
@@ -159,6 +167,21 @@ std::string escape_like_go(const std::string& json) {
 // deffile, startscript), empty ones omitted, map keys sorted.
 std::string to_json(const Metadata& m) {
   nlohmann::ordered_json attributes = nlohmann::ordered_json::object();
+  if (!m.apps.empty()) {
+    nlohmann::ordered_json apps = nlohmann::ordered_json::object();
+    for (const auto& [name, app] : m.apps) {
+      nlohmann::ordered_json entry = nlohmann::ordered_json::object();
+      if (!app.environment.empty()) entry["environment"] = app.environment;
+      if (!app.labels.empty()) entry["labels"] = app.labels;
+      for (const auto& [key, value] : {std::pair{"runscript", &app.runscript},
+                                       {"startscript", &app.startscript},
+                                       {"test", &app.test},
+                                       {"helpfile", &app.helpfile}})
+        if (!value->empty()) entry[key] = *value;
+      apps[name] = std::move(entry);
+    }
+    attributes["apps"] = std::move(apps);
+  }
   if (!m.environment.empty()) attributes["environment"] = m.environment;
   if (!m.labels.empty()) attributes["labels"] = m.labels;
   auto add = [&](const char* key, const std::string& value) {
@@ -194,24 +217,58 @@ squashfs::Reader open_primary_squashfs(const sif::Image& image) {
   return squashfs::Reader(image.fd(), offset, size, where);
 }
 
+namespace {
+
+std::map<std::string, std::string> read_labels(const ImageFiles& root, const std::string& dir,
+                                               std::vector<std::string>& warnings) {
+  const std::string path = dir + "/labels.json";
+  auto text = root.read_file(path);
+  return text ? parse_labels(*text, root.label() + ": " + path, warnings) : std::map<std::string, std::string>{};
+}
+
+AppMetadata read_app(const ImageFiles& root, const std::string& app, const InspectOptions& o,
+                     std::vector<std::string>& warnings) {
+  const std::string dir = app_metadata_dir(app);
+  AppMetadata a;
+  if (o.labels) a.labels = read_labels(root, dir, warnings);
+  if (o.runscript) a.runscript = read_script(root, dir, "runscript");
+  if (o.startscript) a.startscript = read_script(root, dir, "startscript");
+  if (o.test) a.test = read_script(root, dir, "test");
+  if (o.helpfile) a.helpfile = read_script(root, dir, "runscript.help");
+  if (o.environment) a.environment = read_environment(root, dir);
+  return a;
+}
+
+}  // namespace
+
 Metadata read_metadata(const ImageFiles& root, const InspectOptions& options) {
   const InspectOptions o = effective(options);
   Metadata m;
-  if (o.labels) {
-    const std::string path = std::string(kMetadataDir) + "/labels.json";
-    if (auto text = root.read_file(path)) m.labels = parse_labels(*text, root.label() + ": " + path, m.warnings);
+  if (!o.app.empty()) {
+    // Apptainer reads the app's directory in place of /.singularity.d.
+    require_app(root, o.app, root.label());
+    m.apps[o.app] = read_app(root, o.app, o, m.warnings);
+    return m;
   }
-  if (o.deffile) m.deffile = read_script(root, "Singularity");
-  if (o.runscript) m.runscript = read_script(root, "runscript");
-  if (o.startscript) m.startscript = read_script(root, "startscript");
-  if (o.test) m.test = read_script(root, "test");
-  if (o.helpfile) m.helpfile = read_script(root, "runscript.help");
-  if (o.environment) m.environment = read_environment(root);
+  const std::string dir(kMetadataDir);
+  if (o.labels) m.labels = read_labels(root, dir, m.warnings);
+  if (o.deffile) m.deffile = read_script(root, dir, "Singularity");
+  if (o.runscript) m.runscript = read_script(root, dir, "runscript");
+  if (o.startscript) m.startscript = read_script(root, dir, "startscript");
+  if (o.test) m.test = read_script(root, dir, "test");
+  if (o.helpfile) m.helpfile = read_script(root, dir, "runscript.help");
+  if (o.environment) m.environment = read_environment(root, dir);
+  if (o.all || o.list_apps)
+    for (const std::string& app : list_apps(root))
+      m.apps[app] = o.all ? read_app(root, app, o, m.warnings) : AppMetadata{};
   return m;
 }
 
 Metadata read_metadata(const sif::Image& image, const InspectOptions& options) {
-  Metadata m = read_metadata(SquashfsFiles(open_primary_squashfs(image)), options);
+  SquashfsFiles files(open_primary_squashfs(image));
+  // Named by the file the user gave, not by its partition.
+  if (!effective(options).app.empty()) require_app(files, options.app, image.path());
+  Metadata m = read_metadata(files, options);
   if (effective(options).deffile && m.deffile.empty()) {
     // Images built without a definition (siftool, old tools) may still carry one as
     // a SIF object; Apptainer reads that object first, we only as a fallback.
@@ -224,14 +281,34 @@ Metadata read_metadata(const sif::Image& image, const InspectOptions& options) {
   return m;
 }
 
+Metadata read_metadata_at(const std::string& path, const InspectOptions& options) {
+  if (is_directory(path)) return read_metadata(DirectoryFiles(path), options);
+  return read_metadata(sif::Image::open(path), options);
+}
+
 std::string format_inspect(const Metadata& m, const InspectOptions& options) {
-  if (effective(options).json) return to_json(m);
-  // Plain output: each present section followed by a newline, in this fixed order.
+  const InspectOptions o = effective(options);
+  if (o.json) return to_json(m);
+  // Plain output: the app names with --list-apps, then each present section followed by
+  // a newline, in this fixed order; with --app, the app's sections.
   std::string out;
-  for (const std::string* section : {&m.deffile, &m.runscript, &m.startscript, &m.test, &m.helpfile})
-    if (!section->empty()) out += *section + "\n";
-  for (const auto& [path, script] : m.environment) out += "=== " + path + " ===\n" + script + "\n\n";
-  for (const auto& [key, value] : m.labels) out += key + ": " + value + "\n";
+  if (o.list_apps)
+    for (const auto& [name, app] : m.apps) out += name + "\n";
+  static const AppMetadata none;
+  auto found = o.app.empty() ? m.apps.end() : m.apps.find(o.app);
+  const AppMetadata& app = found == m.apps.end() ? none : found->second;
+  if (!m.deffile.empty()) out += m.deffile + "\n";
+  for (const auto& [own, of_app] : {std::pair{&m.runscript, &app.runscript},
+                                    {&m.startscript, &app.startscript},
+                                    {&m.test, &app.test},
+                                    {&m.helpfile, &app.helpfile}}) {
+    const std::string& section = !own->empty() ? *own : *of_app;
+    if (!section.empty()) out += section + "\n";
+  }
+  for (const auto& [path, script] : !m.environment.empty() ? m.environment : app.environment)
+    out.append("=== ").append(path).append(" ===\n").append(script).append("\n\n");
+  for (const auto& [key, value] : !m.labels.empty() ? m.labels : app.labels)
+    out.append(key).append(": ").append(value).append("\n");
   return out;
 }
 

@@ -24,7 +24,19 @@ struct InspectOptions {
   bool environment = false;  // -e: env/10-docker*.sh and env/9*-environment.sh
   bool helpfile = false;     // -H: /.singularity.d/runscript.help
   bool json = false;         // -j: one JSON document instead of plain sections
-  bool all = false;          // --all: every section, as JSON
+  bool all = false;          // --all: every section, as JSON (with every app's)
+  bool list_apps = false;    // --list-apps: the SCIF apps' names
+  std::string app;           // --app NAME: the sections of /scif/apps/NAME/scif instead
+};
+
+// The sections of one SCIF app (/scif/apps/NAME/scif), as Apptainer's AppAttributes.
+struct AppMetadata {
+  std::map<std::string, std::string> environment;  // in-image path -> script
+  std::map<std::string, std::string> labels;
+  std::string runscript;
+  std::string startscript;
+  std::string test;
+  std::string helpfile;
 };
 
 // What Apptainer calls the container's attributes. Scripts have their trailing
@@ -37,6 +49,7 @@ struct Metadata {
   std::string test;
   std::string helpfile;
   std::map<std::string, std::string> environment;  // in-image path -> script
+  std::map<std::string, AppMetadata> apps;         // --list-apps, --app, --all
   // Problems Apptainer only warns about (an unparsable labels.json); one line each.
   std::vector<std::string> warnings;
 };
@@ -45,11 +58,15 @@ struct Metadata {
 // system partition", or naming the object when it is not (or does not hold) squashfs.
 squashfs::Reader open_primary_squashfs(const sif::Image& image);
 
-// Reads the sections `options` selects (only those) from an image's files.
+// Reads the sections `options` selects (only those) from an image's files. Throws Error
+// for an --app the image does not have.
 Metadata read_metadata(const ImageFiles& root, const InspectOptions& options);
 // Same from a SIF's primary partition; the definition file falls back to the SIF's
 // Deffile object when the image has no /.singularity.d/Singularity.
 Metadata read_metadata(const sif::Image& image, const InspectOptions& options);
+
+// Same from a sandbox directory or a SIF file at `path`.
+Metadata read_metadata_at(const std::string& path, const InspectOptions& options);
 
 // The labels of labels.json's `text` as Apptainer reads them (Go's json.Unmarshal into
 // map[string]string). What Apptainer only warns about is appended to `warnings`, one

@@ -25,7 +25,7 @@ struct LibraryCache {
   std::optional<std::string> private_root;
   explicit LibraryCache(const PullOptions& options) {
     if (options.disable_cache) {
-      private_root = make_private_cache_root();
+      private_root = make_private_cache_root(options.tmpdir);
       cache = std::make_unique<cache::Cache>(*private_root);
     } else {
       cache = std::make_unique<cache::Cache>(options.cache_dir ? cache::Cache(*options.cache_dir)

@@ -84,7 +84,7 @@ std::unique_ptr<Session> open_session(const PullOptions& options, Progress& prog
   session->client = std::make_unique<registry::RegistryClient>(host, client_options, credentials);
 
   if (options.disable_cache) {
-    session->private_cache_root = make_private_cache_root();
+    session->private_cache_root = make_private_cache_root(options.tmpdir);
     session->cache = std::make_unique<cache::Cache>(*session->private_cache_root);
   } else if (options.cache_dir) {
     session->cache = std::make_unique<cache::Cache>(*options.cache_dir);
@@ -240,9 +240,10 @@ std::string output_path_for(const PullOptions& options, const reference::ImageRe
 
 }  // namespace
 
-std::string make_private_cache_root() {
+std::string make_private_cache_root(const std::optional<std::string>& tmpdir) {
   const char* tmp = std::getenv("TMPDIR");
-  std::string tmpl = std::string(tmp && *tmp ? tmp : "/var/tmp") + "/capsa-pull-XXXXXX";
+  std::string parent = tmpdir ? *tmpdir : tmp && *tmp ? tmp : "/var/tmp";
+  std::string tmpl = parent + "/capsa-pull-XXXXXX";
   std::vector<char> buf(tmpl.begin(), tmpl.end());
   buf.push_back('\0');
   if (::mkdtemp(buf.data()) == nullptr) throw_errno("creating a temporary directory for --disable-cache");

@@ -30,6 +30,7 @@ struct PullOptions {
   std::optional<std::string> output_dir;    // --dir: where the output goes
   bool force = false;                       // overwrite an existing output
   bool disable_cache = false;               // keep nothing: a private cache, removed at the end
+  std::optional<std::string> tmpdir;        // where that private cache goes ($TMPDIR, else /var/tmp)
   RegistryAccess registry;
   std::optional<oci::Platform> platform;    // --platform / --arch; the host's otherwise
   convert::Compressor compressor = convert::Compressor::Zstd;

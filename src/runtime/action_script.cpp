@@ -107,8 +107,17 @@ std::string dispatch(const std::string& action) {
            "unset capsa_program\n"
            "exec \"$@\"\n";
   }
+  // --app NAME: the app's own script (Apptainer's action_script.sh, with its words).
+  auto app_script = [](const char* script, const char* missing) {
+    return std::string(
+               "if [ -n \"${SINGULARITY_APPNAME:-}\" ]; then\n"
+               "  if [ -x \"/scif/apps/$SINGULARITY_APPNAME/scif/") +
+           script + "\" ]; then exec \"/scif/apps/$SINGULARITY_APPNAME/scif/" + script + "\" \"$@\"; fi\n" +
+           "  echo \"ERROR:   " + missing + ": $SINGULARITY_APPNAME\" >&2\n  exit 1\nfi\n";
+  };
   if (action == "run")
-    return "if [ -x /.singularity.d/runscript ]; then exec /.singularity.d/runscript \"$@\"; fi\n"
+    return app_script("runscript", "no runscript for contained app") +
+           "if [ -x /.singularity.d/runscript ]; then exec /.singularity.d/runscript \"$@\"; fi\n"
            "if [ -x /singularity ]; then exec /singularity \"$@\"; fi\n"
            "echo 'no runscript in this container: running /bin/sh' >&2\n"
            "exec /bin/sh \"$@\"\n";
@@ -117,7 +126,8 @@ std::string dispatch(const std::string& action) {
            "if [ -n \"$capsa_shell\" ] && [ -x \"$capsa_shell\" ]; then exec \"$capsa_shell\" \"$@\"; fi\n"
            "if [ -x /bin/bash ]; then SHELL=/bin/bash; export SHELL; exec /bin/bash --norc \"$@\"; fi\n"
            "SHELL=/bin/sh; export SHELL; exec /bin/sh \"$@\"\n";
-  return "if [ -x /.singularity.d/test ]; then exec /.singularity.d/test \"$@\"; fi\n"
+  return app_script("test", "No tests for contained app") +
+         "if [ -x /.singularity.d/test ]; then exec /.singularity.d/test \"$@\"; fi\n"
          "echo 'INFO:    no test script in this container' >&2\n"  // as log::info (util/log.hpp)
          "exit 0\n";
 }

@@ -86,6 +86,16 @@ std::string find_command(const std::string& command, const EnvMap& env) {
 std::vector<std::string> action_argv_without_shell(const std::string& action, const std::vector<std::string>& args,
                                                    const EnvMap& env, const std::string& root) {
   std::vector<std::string> argv;
+  if (const std::string app = lookup(env, "SINGULARITY_APPNAME");
+      !app.empty() && (action == "run" || action == "test")) {
+    // --app NAME: the app's own script, as the action script runs it.
+    const std::string script = "/scif/apps/" + app + "/scif/" + (action == "run" ? "runscript" : "test");
+    if (!executable_file(root + script))
+      throw Error(std::string(action == "run" ? "no runscript" : "no tests") + " for contained app: " + app);
+    argv = {script};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return argv;
+  }
   if (action == "exec") {
     argv = args;
   } else if (action == "run") {

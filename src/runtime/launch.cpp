@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "image/directory_files.hpp"
+#include "image/scif_apps.hpp"
 #include "image/squashfs_files.hpp"
 #include "runtime/action_in_process.hpp"
 #include "runtime/action_script.hpp"
@@ -38,6 +39,7 @@
 #include "runtime/namespaces.hpp"
 #include "runtime/private_namespaces.hpp"
 #include "runtime/seccomp_profile.hpp"
+#include "runtime/temporary_image.hpp"
 #include "sif/image.hpp"
 #include "squashfs/reader.hpp"
 #include "util/error.hpp"
@@ -302,6 +304,7 @@ void enter_working_directory(const std::string& wanted, bool explicit_pwd, const
 }  // namespace
 
 void launch(const ActionRequest& r) {
+  if (needs_temporary_image(r)) launch_with_temporary_image(r);
   // Root with -u/--userns or --fakeroot runs as everyone else does: in a user namespace,
   // image on FUSE.
   const bool privileged = ::geteuid() == 0 && !r.userns && !r.fakeroot;
@@ -319,6 +322,12 @@ void launch(const ActionRequest& r) {
     writable_tmpfs = false;
   }
   if (r.writable && !sandbox) refuse_writable_sif(sif->image);
+  if (!r.app.empty()) {
+    if (sandbox)
+      image::require_app(image::DirectoryFiles(image), r.app, r.image);
+    else
+      image::require_app(sif->files, r.app, r.image);
+  }
   // Bad namespace options fail here, before anything is mounted.
   PrivateNamespaces namespaces = r.namespaces;
   UniqueFd netns;
@@ -450,6 +459,8 @@ void launch(const ActionRequest& r) {
   if (!r.shell.empty()) env.process["APPTAINER_SHELL"] = env.process["SINGULARITY_SHELL"] = r.shell;
   if (r.nv || r.nvccli) pass_gpu_selection(env_request.host, env);
   for (const auto& [name, value] : cdi.env) env.process[name] = value;  // as the spec says, also with --cleanenv
+  // Apptainer sets both; the image's 95-apps.sh and the action script read SINGULARITY_APPNAME.
+  if (!r.app.empty()) env.process["APPTAINER_APPNAME"] = env.process["SINGULARITY_APPNAME"] = r.app;
   if (r.no_eval) env.process["APPTAINER_NO_EVAL"] = env.process["SINGULARITY_NO_EVAL"] = "1";
   for (const auto& warning : env.warnings) log::warning(warning);
   if (auto warning = cleanenv_drops_launcher(launcher, r.cleanenv)) log::warning(*warning);

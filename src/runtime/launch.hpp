@@ -35,6 +35,10 @@ struct ActionRequest {
   std::vector<std::string> libraries;  // --containlibs: host libraries bound into /.singularity.d/libs
   CapabilityRequest capabilities;      // --no-privs, --keep-privs, --add-caps, --drop-caps
   std::string seccomp_profile;         // --security seccomp:PATH: an OCI seccomp profile
+  std::string app;                     // --app: a SCIF app of the image (/scif/apps/NAME)
+  bool unsquash = false;               // --unsquash: run a SIF from a temporary sandbox (temporary_image.hpp)
+  std::string tmpdir;                  // --tmpdir: where that sandbox goes
+  std::string temporary_directory;     // removed after the run: holds a --disable-cache pull's image
   bool userns = false;             // -u/--userns: a user namespace even for root
   bool fakeroot = false;           // -f/--fakeroot: uid 0 of a user namespace (fakeroot_action.hpp)
   FakerootRequest fakeroot_options;  // --ignore-subuid, --ignore-fakeroot-command

@@ -16,6 +16,7 @@
 #include <sstream>
 #include <thread>
 
+#include "build_fixture.hpp"
 #include "sif/image.hpp"
 #include "support/process.hpp"
 #include "support/temp_dir.hpp"
@@ -28,79 +29,6 @@ namespace {
 using test::ProcessResult;
 using test::run_process;
 using test::TempDir;
-
-bool is_root() { return ::geteuid() == 0; }
-
-// Apt inside a Debian image reaches the mirror the host uses (docs/build.md).
-std::vector<std::string> apt_binds() {
-  std::vector<std::string> binds;
-  for (const char* path : {"/etc/apt/sources.list", "/etc/apt/sources.list.d", "/etc/resolv.conf"})
-    if (::access(path, R_OK) == 0) binds.insert(binds.end(), {"--bind", std::string(path) + ":" + path + ":ro"});
-  return binds;
-}
-
-class Build : public ::testing::Test {
- protected:
-  TempDir work;
-  std::string cache = work / "cache";
-  std::string tmp = work / "tmp";
-
-  void SetUp() override { std::filesystem::create_directories(tmp); }
-
-  // capsa with a private cache, the build directories in `tmp`, the test CA trusted.
-  ProcessResult capsa(std::vector<std::string> args, std::vector<std::string> env = {}, int timeout = 900) {
-    std::vector<std::string> argv = {"env", "CAPSA_CACHEDIR=" + cache, "TMPDIR=" + tmp,
-                                     "CAPSA_REGISTRY_CA=" + test::test_registry().ca_file, "APPTAINER_NOHTTPS=1"};
-    argv.insert(argv.end(), env.begin(), env.end());
-    argv.push_back(test::capsa_binary());
-    argv.insert(argv.end(), args.begin(), args.end());
-    return run_process(argv, "", timeout);
-  }
-  std::string registry(const std::string& repo) { return test::test_registry().plain + "/" + repo; }
-  std::string def(const std::string& name, const std::string& text) { return work.write(name, text); }
-  // `capsa build SIF RECIPE` whose %post uses apt from the host's mirror (apt_binds).
-  ProcessResult build_with_apt(const std::string& sif, const std::string& recipe, std::vector<std::string> env = {}) {
-    std::vector<std::string> args = {"build"};
-    for (auto& b : apt_binds()) args.push_back(b);
-    args.insert(args.end(), {sif, recipe});
-    return capsa(args, std::move(env));
-  }
-
-  // The build directories left in $TMPDIR (there must be none after any build).
-  std::vector<std::string> leftovers() {
-    std::vector<std::string> names;
-    for (const auto& entry : std::filesystem::directory_iterator(tmp)) names.push_back(entry.path().filename());
-    return names;
-  }
-};
-
-// The primary partition of a SIF, listed with numeric owners: "mode uid/gid ... path".
-std::string squashfs_listing(const std::string& sif, const TempDir& dir) {
-  sif::Image image = sif::Image::open(sif);
-  std::string part = dir / "partition.squashfs";
-  auto dump = run_process({"sh", "-c", "\"$0\" sif dump " + std::to_string(image.primary_partition()->id) +
-                                           " \"$1\" > \"$2\"",
-                           test::capsa_binary(), sif, part});
-  EXPECT_EQ(dump.exit_code, 0) << dump.err;
-  auto listing = run_process({"unsquashfs", "-lln", "-d", "", part}, "", 300);
-  EXPECT_EQ(listing.exit_code, 0) << listing.err;
-  std::filesystem::remove(part);
-  return listing.out;
-}
-
-// The owner column of one path in a squashfs listing ("" when absent).
-std::string owner_of(const std::string& listing, const std::string& path) {
-  std::istringstream in(listing);
-  for (std::string line; std::getline(in, line);) {
-    if (line.size() < path.size() || line.compare(line.size() - path.size(), path.size(), path) != 0) continue;
-    if (line.size() > path.size() && line[line.size() - path.size() - 1] != ' ') continue;
-    std::istringstream words(line);
-    std::string mode, owner;
-    words >> mode >> owner;
-    return owner;
-  }
-  return "";
-}
 
 TEST_F(Build, EverySectionEndsUpWhereApptainerPutsIt) {
   std::string data = work.write("data.txt", "from the host\n");
@@ -308,6 +236,55 @@ TEST_F(Build, ExistingTargetNeedsForce) {
   EXPECT_NE(test::read_file(sandbox + "/.singularity.d/labels.json").find("\"Kind\": \"scratch\""), std::string::npos);
   auto inspect = capsa({"inspect", "--labels", sandbox});  // inspect reads sandboxes too
   EXPECT_NE(inspect.out.find("Kind: scratch"), std::string::npos) << inspect.out << inspect.err;
+}
+
+TEST_F(Build, UpdateRunsTheDefinitionOverTheExistingSandbox) {
+  std::string sandbox = work / "sandbox";
+  std::string first = def("first.def", "Bootstrap: docker\nFrom: " + registry("public/busybox:1.0") +
+                                           "\n%post\n    echo first > /first\n%labels\n    Kind first\n");
+  ASSERT_EQ(capsa({"build", "--sandbox", sandbox, first}).exit_code, 0);
+  // No bootstrap: the header may even name another image; what the sandbox has stays.
+  std::string second = def("second.def", "Bootstrap: docker\nFrom: " + registry("public/no-such-image:1") +
+                                             "\n%post\n    cat /first > /second\n%runscript\n    cat /second\n");
+  auto updated = capsa({"build", "--update", "--sandbox", sandbox, second});
+  ASSERT_EQ(updated.exit_code, 0) << updated.err;
+  EXPECT_EQ(test::read_file(sandbox + "/second"), "first\n");
+  EXPECT_EQ(capsa({"run", sandbox}).out, "first\n");
+  EXPECT_NE(capsa({"inspect", "--labels", sandbox}).out.find("Kind: first"), std::string::npos);
+  EXPECT_TRUE(std::filesystem::exists(sandbox + "/.singularity.d/bootstrap_history/Singularity0"));
+  EXPECT_TRUE(leftovers().empty());
+  // A %post that fails leaves the sandbox as it was.
+  std::string failing = def("failing.def", "Bootstrap: scratch\n%post\n    rm /first\n    false\n");
+  EXPECT_NE(capsa({"build", "--update", "--sandbox", sandbox, failing}).exit_code, 0);
+  EXPECT_TRUE(std::filesystem::exists(sandbox + "/first"));
+  // Apptainer's refusals, one line each.
+  auto not_sandbox = capsa({"build", "--update", sandbox + ".sif", second});
+  EXPECT_EQ(not_sandbox.err, "capsa: error: only sandbox update is supported: --sandbox flag is missing\n");
+  auto missing = capsa({"build", "--update", "--sandbox", work / "missing", second});
+  EXPECT_EQ(missing.err, "capsa: error: could not update sandbox " + (work / "missing") + ": doesn't exist\n");
+}
+
+TEST_F(Build, ArchChoosesThePlatformOfTheDockerImages) {
+  // public/multiplatform's /etc/arch names its platform; nothing of it runs here.
+  std::string sandbox = work / "arm.sandbox";
+  auto direct =
+      capsa({"build", "--arch", "arm64", "--sandbox", sandbox, "docker://" + registry("public/multiplatform:latest")});
+  ASSERT_EQ(direct.exit_code, 0) << direct.err;
+  EXPECT_EQ(test::read_file(sandbox + "/etc/arch"), "linux/arm64/v8\n");
+  std::string recipe = def(
+      "arm.def", "Bootstrap: docker\nFrom: " + registry("public/multiplatform:latest") + "\n%labels\n    Built here\n");
+  std::string sif = work / "arm.sif";
+  auto built = capsa({"build", "--arch", "arm64", sif, recipe});
+  ASSERT_EQ(built.exit_code, 0) << built.err;
+  sif::Image image = sif::Image::open(sif);
+  EXPECT_EQ(image.header().arch_name(), "arm64");
+  auto labels = capsa({"inspect", "--labels", sif});
+  EXPECT_NE(labels.out.find("org.label-schema.build-arch: arm64"), std::string::npos) << labels.out;
+  std::string listing = squashfs_listing(sif, work);
+  EXPECT_NE(listing.find("/etc/arch"), std::string::npos);
+  auto arch = run_process({"sh", "-c", "\"$0\" build --sandbox \"$1\" \"$2\" >/dev/null 2>&1 && cat \"$1/etc/arch\"",
+                           test::capsa_binary(), work / "again", sif});
+  EXPECT_EQ(arch.out, "linux/arm64/v8\n") << arch.err;
 }
 
 TEST_F(Build, SectionRunsOnlyTheNamedSections) {

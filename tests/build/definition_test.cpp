@@ -77,9 +77,43 @@ TEST(Definition, UnknownSectionIsAnErrorNamingTheValidOnes) {
   EXPECT_NE(error.find("%post"), std::string::npos) << error;
 }
 
-TEST(Definition, ScifSectionsAreRefusedClearly) {
-  std::string error = error_of("Bootstrap: scratch\n%appinstall foo\ntrue\n");
-  EXPECT_NE(error.find("SCIF"), std::string::npos) << error;
+TEST(Definition, ScifAppSectionsGroupByAppInTheOrderTheFileNamesThem) {
+  Definition def = parse(
+      "Bootstrap: scratch\n"
+      "%apprun second\n    echo two\n"
+      "%appinstall first\n    make\n"
+      "%applabels first\n    Author someone\n    Version 1\n"
+      "%appfiles first\n    src.txt\n    /host/a.txt data/a.txt\n"
+      "%appenv first\n    export X=1\n"
+      "%apptest first\n    true\n"
+      "%apphelp first\n    Help text\n"
+      "%appstart first\n    sleep 1\n"
+      "%appinstall first\n    make install\n");
+  const auto& apps = def.stages[0].apps;
+  ASSERT_EQ(apps.size(), 2u);
+  EXPECT_EQ(apps[0].name, "second");
+  EXPECT_EQ(apps[0].run.body, "    echo two\n");
+  EXPECT_EQ(apps[0].line, 2);
+  EXPECT_EQ(apps[1].name, "first");
+  EXPECT_EQ(apps[1].install.body, "    make\n    make install\n");  // repeated: concatenated
+  ASSERT_EQ(apps[1].labels.size(), 2u);
+  EXPECT_EQ(apps[1].labels[0], (std::pair<std::string, std::string>{"Author", "someone"}));
+  ASSERT_EQ(apps[1].files.size(), 2u);
+  EXPECT_EQ(apps[1].files[0].destination, "src.txt");
+  EXPECT_EQ(apps[1].files[1].source, "/host/a.txt");
+  EXPECT_EQ(apps[1].files[1].destination, "data/a.txt");
+  EXPECT_EQ(apps[1].env.body, "    export X=1\n");
+  EXPECT_EQ(apps[1].test.body, "    true\n");
+  EXPECT_EQ(apps[1].help.body, "    Help text\n");
+  EXPECT_TRUE(apps[1].start.present);
+  EXPECT_FALSE(def.stages[0].post.present);
+}
+
+TEST(Definition, ScifAppSectionsNeedAPlainAppName) {
+  std::string missing = error_of("Bootstrap: scratch\n%appinstall\ntrue\n");
+  EXPECT_NE(missing.find("test.def:2: %appinstall needs the app's name"), std::string::npos) << missing;
+  std::string escaping = error_of("Bootstrap: scratch\n%apprun ../etc\ntrue\n");
+  EXPECT_NE(escaping.find("test.def:2: SCIF app name \"../etc\" is not a plain name"), std::string::npos) << escaping;
 }
 
 TEST(Definition, SectionNamesAreCaseInsensitive) {

@@ -5,8 +5,10 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <string>
 
+#include "image/directory_files.hpp"
 #include "image/squashfs_files.hpp"
 #include "sif/image.hpp"
 #include "sif/writer.hpp"
@@ -188,6 +190,61 @@ TEST(Inspect, FixturePlainSections) {
             "empty: \n"
             "org.label-schema.schema-version: 1.0\n");
   EXPECT_EQ(inspect(fixture_sif(), flags({&InspectOptions::helpfile})), "Inspect fixture.\nSecond line of help.\n");
+}
+
+// A sandbox with two SCIF apps, as Apptainer's build lays them out: --list-apps, --app
+// and --all print what Apptainer's inspect prints (pkg/inspect AppAttributes).
+TEST(Inspect, ScifAppsListedAndInspectedOneByOne) {
+  TempDir dir;
+  auto put = [&](const std::string& name, const std::string& content) {
+    std::filesystem::create_directories(std::filesystem::path(dir / name).parent_path());
+    dir.write(name, content);
+  };
+  put("root/.singularity.d/labels.json", "{\"image\": \"label\"}");
+  put("root/scif/apps/b/scif/labels.json", "{\n\t\"SCIF_APP_NAME\": \"b\"\n}");
+  put("root/scif/apps/b/scif/runscript", "#!/bin/sh\n\necho b\n\n");
+  put("root/scif/apps/b/scif/env/01-base.sh", "SCIF_APPNAME=b\n");
+  put("root/scif/apps/b/scif/env/90-environment.sh", "export B=1\n");
+  put("root/scif/apps/a/scif/runscript.help", "Help of a.\n");
+  put("root/scif/apps/not-an-app/bin/tool", "");  // no scif/: not an app
+  const DirectoryFiles root(dir / "root");
+  auto show = [&](const InspectOptions& o) { return format_inspect(read_metadata(root, o), o); };
+
+  InspectOptions list;
+  list.list_apps = true;
+  EXPECT_EQ(show(list), "a\nb\n");
+  list.json = true;
+  EXPECT_EQ(show(list),
+            "{\n\t\"data\": {\n\t\t\"attributes\": {\n\t\t\t\"apps\": {\n\t\t\t\t\"a\": {},\n"
+            "\t\t\t\t\"b\": {}\n\t\t\t}\n\t\t}\n\t},\n\t\"type\": \"container\"\n}\n");
+
+  InspectOptions app;
+  app.app = "b";
+  EXPECT_EQ(show(app), "SCIF_APP_NAME: b\n");  // the app's labels, not the image's
+  app.runscript = app.environment = true;
+  EXPECT_EQ(show(app), "#!/bin/sh\n\necho b\n=== /scif/apps/b/scif/env/90-environment.sh ===\nexport B=1\n\n");
+  app.json = true;
+  EXPECT_EQ(show(app),
+            "{\n\t\"data\": {\n\t\t\"attributes\": {\n\t\t\t\"apps\": {\n\t\t\t\t\"b\": {\n"
+            "\t\t\t\t\t\"environment\": {\n"
+            "\t\t\t\t\t\t\"/scif/apps/b/scif/env/90-environment.sh\": \"export B=1\"\n\t\t\t\t\t},\n"
+            "\t\t\t\t\t\"runscript\": \"#!/bin/sh\\n\\necho b\"\n\t\t\t\t}\n\t\t\t}\n\t\t}\n\t},\n"
+            "\t\"type\": \"container\"\n}\n");
+
+  InspectOptions all;
+  all.all = true;
+  std::string everything = show(all);
+  EXPECT_NE(everything.find("\"helpfile\": \"Help of a.\""), std::string::npos) << everything;
+  EXPECT_NE(everything.find("\"image\": \"label\""), std::string::npos) << everything;
+
+  InspectOptions unknown;
+  unknown.app = "c";
+  try {
+    read_metadata(root, unknown);
+    ADD_FAILURE() << "an unknown app was inspected";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "no SCIF app \"c\" in " + (dir / "root") + " (its apps: a, b)");
+  }
 }
 
 TEST(Inspect, ImageWithoutMetadataPrintsAnEmptyDocument) {

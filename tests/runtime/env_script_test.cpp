@@ -136,10 +136,12 @@ TEST(EnvScript, TheScriptsImagesCarryAreReadWhole) {
 
 TEST(EnvScript, AnAppSelectedInCapsasScriptsNeedsTheShell) {
   test::TempDir root;
-  ASSERT_EQ(test::run_process({"mkdir", "-p", root / "scif/apps/tool"}).exit_code, 0);
+  ASSERT_EQ(test::run_process({"mkdir", "-p", root / "scif/apps/tool/scif/env"}).exit_code, 0);
+  root.write("scif/apps/tool/scif/env/01-base.sh", "SCIF_APPNAME=tool\n");
   EnvScript shell(root.path());
   shell.set_exported("APPTAINER_APPNAME", "tool");
-  EXPECT_NE(refusal(std::string(image::scripts::kEnvApps), shell).find("for"), std::string::npos);
+  // The app's own environment files are sourced: the shell has to read them.
+  EXPECT_NE(refusal(std::string(image::scripts::kEnvApps), shell).find("the command `.`"), std::string::npos);
 }
 
 }  // namespace
