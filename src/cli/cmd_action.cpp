@@ -149,7 +149,7 @@ runtime::ActionRequest request_from(const std::string& action, const ActionFlags
   r.image = rest[0];
   r.args.assign(rest.begin() + 1, rest.end());
   if (action == "exec" && r.args.empty()) throw Error("exec needs a command to run in " + r.image);
-  if (r.image.rfind("docker://", 0) == 0)
+  if (r.image.starts_with("docker://") || r.image.starts_with("oras://"))
     r.image = image_for_docker_reference(r.image, f.registry, f.quiet || quiet_output());
   // -B wins in order after the environment's binds, as Apptainer merges them.
   r.binds = runtime::binds_from_environment(std::map<std::string, std::string>{
@@ -284,7 +284,7 @@ void add_action(CLI::App& app, const std::string& name, const std::string& descr
     add_refused_flags(*cmd, refused_action_flags());
   if (name == "run") add_refused_flags(*cmd, {kRunscriptTimeout});
   if (name == "shell") cmd->add_option("-s,--shell", flags->shell, "Shell to run (also APPTAINER_SHELL)");
-  cmd->footer("IMAGE is a SIF file, a sandbox directory, or docker://REF (pulled into the cache first).\n"
+  cmd->footer("IMAGE is a SIF file, a sandbox directory, docker://REF or oras://REF (pulled into the cache first).\n"
               "Everything after IMAGE is passed to the container.");
   cmd->callback([cmd, flags, name] {
     if (flags->debug) log::set_level(log::Level::debug);  // the engine's debug messages (util/log.hpp)
