@@ -284,8 +284,9 @@ void add_action(CLI::App& app, const std::string& name, const std::string& descr
     add_refused_flags(*cmd, refused_action_flags());
   if (name == "run") add_refused_flags(*cmd, {kRunscriptTimeout});
   if (name == "shell") cmd->add_option("-s,--shell", flags->shell, "Shell to run (also APPTAINER_SHELL)");
-  cmd->footer("IMAGE is a SIF file, a sandbox directory, docker://REF or oras://REF (pulled into the cache first).\n"
-              "Everything after IMAGE is passed to the container.");
+  cmd->footer(
+      "IMAGE is a SIF file, a sandbox directory, docker://REF or oras://REF (pulled into the cache first).\n"
+      "Everything after IMAGE is passed to the container.");
   cmd->callback([cmd, flags, name] {
     if (flags->debug) log::set_level(log::Level::debug);  // the engine's debug messages (util/log.hpp)
     runtime::launch(request_from(name, *flags, cmd->remaining()));

@@ -80,7 +80,9 @@ const std::vector<RefusedFlag>& refused_pull_flags() {
 // would give the SIF (Apptainer keeps that name, .sif and all, for the directory).
 void pull_sandbox(const pull::PullOptions& options, Progress& progress, bool quiet) {
   if (pull::is_oras_reference(options.reference))
-    throw Error("--sandbox with an oras:// image is not supported yet; pull the SIF, then `capsa build --sandbox DIR IMAGE.sif`");
+    throw Error(
+        "--sandbox with an oras:// image is not supported yet; pull the SIF, then `capsa build --sandbox DIR "
+        "IMAGE.sif`");
   if (options.platform && !(*options.platform == oci::host_platform()))
     throw Error("--sandbox with another platform than this machine's is not supported; pull a SIF instead");
   build::BuildOptions build;
@@ -101,7 +103,8 @@ void pull_sandbox(const pull::PullOptions& options, Progress& progress, bool qui
 
 void add_pull_command(CLI::App& app) {
   auto flags = std::make_shared<PullFlags>();
-  auto* cmd = app.add_subcommand("pull", "Pull a docker:// image (converted) or an oras:// SIF from an OCI registry into a SIF file");
+  auto* cmd = app.add_subcommand(
+      "pull", "Pull a docker:// image (converted) or an oras:// SIF from an OCI registry into a SIF file");
   cmd->add_option("args", flags->positionals, "[OUTPUT.sif] docker://REF|oras://REF")->required()->expected(1, 2);
   cmd->add_flag("-F,--force", flags->force, "Overwrite an existing output file");
   cmd->add_flag("--disable-cache", flags->disable_cache, "Do not use or fill the cache (APPTAINER_DISABLE_CACHE)");
@@ -121,7 +124,8 @@ void add_pull_command(CLI::App& app) {
   cmd->footer(
       "oras://REF: a SIF pushed with `push` (Apptainer's or capsa's), downloaded as it is.\n"
       "Credentials: APPTAINER_DOCKER_USERNAME/_PASSWORD (or SINGULARITY_...), --docker-login,\n"
-      "`capsa registry login`, or ~/.docker/config.json. For NVIDIA NGC use the username '$oauthtoken' and an API key.\n"
+      "`capsa registry login`, or ~/.docker/config.json. For NVIDIA NGC use the username '$oauthtoken' and an API "
+      "key.\n"
       "Cache: $CAPSA_CACHEDIR, $APPTAINER_CACHEDIR or $SINGULARITY_CACHEDIR; see `capsa help cache`.");
   cmd->callback([flags] {
     bool quiet = flags->quiet || quiet_output();

@@ -48,7 +48,8 @@ void add_push_command(CLI::App& app) {
   add_registry_flags(*cmd, flags->registry);
   cmd->add_flag("-U,--allow-unsigned", flags->allow_unsigned,
                 "Do not require a signed image (library:// only; oras:// pushes never require one)");
-  cmd->add_option("-D,--description", flags->description, "Description of the image (library:// only; ignored for oras://)");
+  cmd->add_option("-D,--description", flags->description,
+                  "Description of the image (library:// only; ignored for oras://)");
   add_refused_flags(*cmd, refused_push_flags());
   cmd->footer(
       "The SIF becomes an OCI artifact as Apptainer writes it: one layer of media type\n"

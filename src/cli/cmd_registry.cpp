@@ -39,7 +39,8 @@ std::string registry_of(const std::string& uri) {
     if (rest.empty() || rest.front() == '/' || rest.find_first_of(" \t@?#") != std::string::npos) break;
     return rest;
   }
-  throw Error("\"" + uri + "\" is not a registry: give docker://HOST[:PORT] or oras://HOST[:PORT] (e.g. oras://ghcr.io)");
+  throw Error("\"" + uri +
+              "\" is not a registry: give docker://HOST[:PORT] or oras://HOST[:PORT] (e.g. oras://ghcr.io)");
 }
 
 // The host the registry API answers on (Docker Hub's is registry-1.docker.io).
@@ -65,7 +66,7 @@ void login(const LoginFlags& f) {
   const std::string username = !f.username.empty() ? f.username : env_value("LOGIN_USERNAME").value_or("");
   if (username.empty()) throw Error("registry login to " + registry + " needs a username (--username)");
   if (f.password_stdin && !f.password.empty()) throw Error("--password and --password-stdin go alone; give one");
-  std::string password = f.password_stdin     ? password_from_stdin()
+  std::string password = f.password_stdin      ? password_from_stdin()
                          : !f.password.empty() ? f.password
                                                : env_value("LOGIN_PASSWORD").value_or("");
   if (password.empty()) password = registry::prompt_for_password_on_tty("Password / Token: ");

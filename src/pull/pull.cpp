@@ -80,7 +80,7 @@ std::unique_ptr<Session> open_session(const PullOptions& options, Progress& prog
   session->progress = &progress;
   session->oras = is_oras_reference(options.reference);
   session->ref = reference::parse_image_reference(session->oras ? options.reference.substr(kOrasScheme.size())
-                                                                 : options.reference);
+                                                                : options.reference);
   session->platform = options.platform ? *options.platform : oci::host_platform();
 
   registry::ClientOptions client_options = registry::options_from_environment();
@@ -263,8 +263,9 @@ std::optional<registry::Credentials> credentials_for(const RegistryAccess& acces
 }
 
 std::string output_path(const PullOptions& options) {
-  const std::string_view bare =
-      is_oras_reference(options.reference) ? std::string_view(options.reference).substr(kOrasScheme.size()) : options.reference;
+  const std::string_view bare = is_oras_reference(options.reference)
+                                    ? std::string_view(options.reference).substr(kOrasScheme.size())
+                                    : options.reference;
   return output_path_for(options, reference::parse_image_reference(bare));
 }
 
@@ -283,7 +284,8 @@ cache::EntryUse oras_entry(Session& s, std::string& manifest_digest, bool& from_
   registry::ManifestResponse response = s.client->get_manifest(s.ref.repository, s.ref.manifest_reference());
   if (oci::kind_of(response.media_type, response.bytes) == oci::ManifestKind::Index) {
     const oci::Index index = oci::parse_index(response.bytes, response.media_type);
-    response = s.client->get_manifest(s.ref.repository, oci::select_manifest(index, s.platform, image).digest.to_string());
+    response =
+        s.client->get_manifest(s.ref.repository, oci::select_manifest(index, s.platform, image).digest.to_string());
   }
   manifest_digest = response.digest;
   const oci::SifLayer layer = oci::parse_sif_manifest(response.bytes, "its manifest");

@@ -48,12 +48,12 @@ std::string file_digest(int fd, std::uint64_t size, Progress& progress, const st
 reference::ImageReference parse_destination(const std::string& reference) {
   if (!pull::is_oras_reference(reference)) {
     if (reference.starts_with("library://"))
-      throw Error("cannot push to \"" + reference + "\": library:// is not supported in this version of capsa; use oras://");
+      throw Error("cannot push to \"" + reference +
+                  "\": library:// is not supported in this version of capsa; use oras://");
     throw Error("cannot push to \"" + reference + "\": the destination must be oras://REGISTRY/REPOSITORY[:TAG]");
   }
   reference::ImageReference ref = reference::parse_image_reference(reference.substr(kOrasScheme.size()));
-  if (ref.digest)
-    throw Error("cannot push to \"" + reference + "\": a pushed image is named by a tag, not a digest");
+  if (ref.digest) throw Error("cannot push to \"" + reference + "\": a pushed image is named by a tag, not a digest");
   return ref;
 }
 
@@ -95,8 +95,7 @@ PushResult push(const PushOptions& options, Progress& progress) {
       try {
         client.push_blob(
             ref.repository, image.fd(), size, layer.digest,
-            [&](std::uint64_t done, std::optional<std::uint64_t>) { progress.update(task, done); },
-            &interrupt_flag());
+            [&](std::uint64_t done, std::optional<std::uint64_t>) { progress.update(task, done); }, &interrupt_flag());
       } catch (const Error&) {
         throw_if_interrupted();
         throw;
@@ -104,8 +103,8 @@ PushResult push(const PushOptions& options, Progress& progress) {
       progress.finish(task);
     }
     throw_if_interrupted();  // before the tag is published
-    result.manifest_digest =
-        client.put_manifest(ref.repository, ref.tag.value_or("latest"), manifest, std::string(oci::media_type::kOciManifest));
+    result.manifest_digest = client.put_manifest(ref.repository, ref.tag.value_or("latest"), manifest,
+                                                 std::string(oci::media_type::kOciManifest));
     return result;
   });
 }

@@ -17,7 +17,9 @@ struct RegistryClient::UploadState {
 
 namespace {
 
-char* escape_raw(const std::string& text) { return curl_easy_escape(nullptr, text.data(), static_cast<int>(text.size())); }
+char* escape_raw(const std::string& text) {
+  return curl_easy_escape(nullptr, text.data(), static_cast<int>(text.size()));
+}
 
 std::string with_digest(const std::string& location, const std::string& digest) {
   char* escaped = escape_raw(digest);

@@ -1,14 +1,14 @@
 #include "registry/client.hpp"
 
-#include <nlohmann/json.hpp>
 #include <algorithm>
 #include <chrono>
+#include <nlohmann/json.hpp>
 #include <thread>
 
-#include "registry/backoff.hpp"
-#include "registry/challenge.hpp"
 #include "oci/digest.hpp"
 #include "oci/media_types.hpp"
+#include "registry/backoff.hpp"
+#include "registry/challenge.hpp"
 #include "registry/json_fields.hpp"
 
 namespace capsa::registry {
@@ -104,7 +104,8 @@ RegistryError RegistryClient::status_error(const HttpResponse& response, const s
     return {ErrorKind::kNotFound, what + " not found in " + registry_ + "/" + repository + ": HTTP 404" + suffix};
   if (response.status == 403)
     return {ErrorKind::kUnauthorized, "403 Forbidden from " + registry_ + " for " + repository + suffix +
-                                          (options_.push_access ? ": the credentials do not grant push access" : ": the credentials do not grant pull access")};
+                                          (options_.push_access ? ": the credentials do not grant push access"
+                                                                : ": the credentials do not grant pull access")};
   if (response.status == 429)
     return {ErrorKind::kServer, registry_ + " keeps answering 429 Too Many Requests for " + what + suffix +
                                     ": the pull rate limit is exhausted; log in or try again later"};

@@ -21,8 +21,8 @@ namespace capsa::registry {
 // The variables above that hold a secret. capsa hides their values from /proc/PID/environ
 // as it starts (util/environment_block.hpp); they stay readable to capsa itself.
 inline constexpr const char* kSecretEnvironmentVariables[] = {
-    "APPTAINER_DOCKER_PASSWORD", "SINGULARITY_DOCKER_PASSWORD", "DOCKER_PASSWORD",
-    "APPTAINER_LOGIN_PASSWORD",  "SINGULARITY_LOGIN_PASSWORD"};  // the last two: `registry login`
+    "APPTAINER_DOCKER_PASSWORD", "SINGULARITY_DOCKER_PASSWORD", "DOCKER_PASSWORD", "APPTAINER_LOGIN_PASSWORD",
+    "SINGULARITY_LOGIN_PASSWORD"};  // the last two: `registry login`
 
 struct Credentials {
   std::string username;

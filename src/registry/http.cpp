@@ -4,10 +4,10 @@
 #include <openssl/x509.h>
 
 #include <algorithm>
-#include <charconv>
-#include <chrono>
 #include <cctype>
 #include <cerrno>
+#include <charconv>
+#include <chrono>
 #include <cstring>
 #include <exception>
 
@@ -117,13 +117,22 @@ size_t on_read(char* buffer, size_t size, size_t count, void* user) {
     got = ::pread(slice.fd, buffer, want, static_cast<off_t>(slice.offset + transfer->body_sent));
   } while (got < 0 && errno == EINTR);
   if (got <= 0) {
-    transfer->read_error = std::make_exception_ptr(
-        Error(got < 0 ? std::string("reading the file to upload: ") + std::strerror(errno)
-                      : std::string("the file to upload shrank while it was being sent")));
+    transfer->read_error =
+        std::make_exception_ptr(Error(got < 0 ? std::string("reading the file to upload: ") + std::strerror(errno)
+                                              : std::string("the file to upload shrank while it was being sent")));
     return CURL_READFUNC_ABORT;
   }
   transfer->body_sent += static_cast<std::uint64_t>(got);
   return static_cast<size_t>(got);
+}
+
+// Lets libcurl send the body again (it does when a reused connection turns out closed).
+int on_seek(void* user, curl_off_t offset, int origin) {
+  auto* transfer = static_cast<Transfer*>(user);
+  if (origin != SEEK_SET || offset < 0 || static_cast<std::uint64_t>(offset) > transfer->request->body_file->length)
+    return CURL_SEEKFUNC_CANTSEEK;
+  transfer->body_sent = static_cast<std::uint64_t>(offset);
+  return CURL_SEEKFUNC_OK;
 }
 
 int on_progress(void* user, curl_off_t, curl_off_t received, curl_off_t, curl_off_t sent) {
@@ -335,6 +344,8 @@ HttpResponse HttpSession::perform(const HttpRequest& request, BodyConsumer* cons
   if (request.body_file) {
     curl_easy_setopt(easy, CURLOPT_READFUNCTION, &on_read);
     curl_easy_setopt(easy, CURLOPT_READDATA, &transfer);
+    curl_easy_setopt(easy, CURLOPT_SEEKFUNCTION, &on_seek);
+    curl_easy_setopt(easy, CURLOPT_SEEKDATA, &transfer);
   }
 
   const CURLcode code = curl_easy_perform(easy);

@@ -39,13 +39,15 @@ TEST(SifArtifact, ParseTakesTheOneSifLayer) {
   EXPECT_EQ(layer.title, kUbuntu.title);
   // Singularity's prototype media type (typo included) is still accepted, as by Apptainer.
   std::string prototype = sif_manifest(kUbuntu, {});
-  prototype.replace(prototype.find("application/vnd.sylabs.sif.layer.v1.sif"), 39, "appliciation/vnd.sylabs.sif.layer.tar");
+  prototype.replace(prototype.find("application/vnd.sylabs.sif.layer.v1.sif"), 39,
+                    "appliciation/vnd.sylabs.sif.layer.tar");
   EXPECT_EQ(parse_sif_manifest(prototype, "oras://x").digest, kUbuntu.digest);
 }
 
 TEST(SifArtifact, ParseRefusesWhatIsNotOneSifLayer) {
-  const std::string tar = R"({"schemaVersion":2,"layers":[{"mediaType":"application/vnd.oci.image.layer.v1.tar+gzip",)"
-                          R"("size":1,"digest":"sha256:13e1552aaf6aa3916353730be52e06ec214ae8f8a89062cec1f33990b553a6c9"}]})";
+  const std::string tar =
+      R"({"schemaVersion":2,"layers":[{"mediaType":"application/vnd.oci.image.layer.v1.tar+gzip",)"
+      R"("size":1,"digest":"sha256:13e1552aaf6aa3916353730be52e06ec214ae8f8a89062cec1f33990b553a6c9"}]})";
   try {
     parse_sif_manifest(tar, "oras://reg/img:1");
     FAIL() << "accepted a tar layer";
@@ -66,8 +68,9 @@ TEST(SifArtifact, ParseRefusesWhatIsNotOneSifLayer) {
       },
       FormatError);
   EXPECT_THROW(parse_sif_manifest("[]", "oras://x"), FormatError);
-  EXPECT_THROW(parse_sif_manifest(R"({"layers":[{"mediaType":"application/vnd.sylabs.sif.layer.v1.sif"}]})", "oras://x"),
-               FormatError);
+  EXPECT_THROW(
+      parse_sif_manifest(R"({"layers":[{"mediaType":"application/vnd.sylabs.sif.layer.v1.sif"}]})", "oras://x"),
+      FormatError);
 }
 
 }  // namespace

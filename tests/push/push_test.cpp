@@ -44,8 +44,14 @@ class Push : public ::testing::Test {
 
   // capsa with a private cache and HOME (no stored logins), the test CA trusted.
   ProcessResult capsa(std::vector<std::string> args, std::vector<std::string> env = {}, const std::string& input = "") {
-    std::vector<std::string> argv = {"env", "-u", "DOCKER_CONFIG", "-u", "APPTAINER_CONFIGDIR", "HOME=" + home,
-                                     "CAPSA_CACHEDIR=" + cache, "CAPSA_REGISTRY_CA=" + test::test_registry().ca_file};
+    std::vector<std::string> argv = {"env",
+                                     "-u",
+                                     "DOCKER_CONFIG",
+                                     "-u",
+                                     "APPTAINER_CONFIGDIR",
+                                     "HOME=" + home,
+                                     "CAPSA_CACHEDIR=" + cache,
+                                     "CAPSA_REGISTRY_CA=" + test::test_registry().ca_file};
     argv.insert(argv.end(), env.begin(), env.end());
     argv.push_back(test::capsa_binary());
     argv.insert(argv.end(), args.begin(), args.end());
@@ -64,7 +70,9 @@ class Push : public ::testing::Test {
     EXPECT_EQ(result.exit_code, 0) << result.err;
     return nlohmann::json::parse(result.out);
   }
-  static std::string sha256_of_file(const std::string& path) { return oci::Digest::sha256_of(test::read_file(path)).to_string(); }
+  static std::string sha256_of_file(const std::string& path) {
+    return oci::Digest::sha256_of(test::read_file(path)).to_string();
+  }
   static int lines(const std::string& text) { return static_cast<int>(std::count(text.begin(), text.end(), '\n')); }
 
   // What Apptainer's `push oras://` publishes (internal/pkg/client/oras/image.go), checked
@@ -126,8 +134,9 @@ TEST_F(Push, TokenRegistryRoundTripWithPushRights) {
   ASSERT_EQ(pulled.exit_code, 0) << pulled.err;
   EXPECT_EQ(test::read_file(out), test::read_file(sif));
   // By digest too, from the cache (keyed by the SIF's digest).
-  auto by_digest = capsa({"pull", work / "by-digest.sif", token(repo + "@" + manifest_of(repo, "v1")["digest"].get<std::string>())},
-                         oauth());
+  auto by_digest =
+      capsa({"pull", work / "by-digest.sif", token(repo + "@" + manifest_of(repo, "v1")["digest"].get<std::string>())},
+            oauth());
   ASSERT_EQ(by_digest.exit_code, 0) << by_digest.err;
   EXPECT_EQ(test::read_file(work / "by-digest.sif"), test::read_file(sif));
 }
@@ -144,9 +153,8 @@ TEST_F(Push, CredentialFlagsAuthfileAndLibraryOnlyFlags) {
       << flags.err;
   expect_apptainer_artifact(repo, "flags");
 
-  const std::string authfile =
-      work.write("auth.json", R"({"auths":{")" + r.token + R"(":{"username":"$oauthtoken","password":")" + r.api_key +
-                                  R"("}}})");
+  const std::string authfile = work.write(
+      "auth.json", R"({"auths":{")" + r.token + R"(":{"username":"$oauthtoken","password":")" + r.api_key + R"("}}})");
   auto with_file = capsa({"push", "--authfile", authfile, sif, token(repo + ":authfile")});
   ASSERT_EQ(with_file.exit_code, 0) << with_file.err;
   expect_apptainer_artifact(repo, "authfile");
@@ -155,17 +163,19 @@ TEST_F(Push, CredentialFlagsAuthfileAndLibraryOnlyFlags) {
 TEST_F(Push, ARejectedPushIsOneLineAndPublishesNothing) {
   const std::string repo = unique_name("private/push-rejected");
   // No credentials at all: the token service refuses.
-  auto anonymous = capsa({"push", sif, token(repo + ":x")});
+  // -q: no progress lines, so that the error is all there is.
+  auto anonymous = capsa({"-q", "push", sif, token(repo + ":x")});
   EXPECT_EQ(anonymous.exit_code, 1) << anonymous.err;
   EXPECT_EQ(lines(anonymous.err), 1) << anonymous.err;
   EXPECT_NE(anonymous.err.find("401"), std::string::npos) << anonymous.err;
   EXPECT_NE(anonymous.err.find(test::test_registry().token), std::string::npos) << anonymous.err;
   // Valid credentials that grant pull only: the registry refuses the upload.
-  auto pull_only = capsa({"push", sif, token(repo + ":x")},
-                         {"APPTAINER_DOCKER_USERNAME=" + unique_name("refresh-pushless"),
-                          "APPTAINER_DOCKER_PASSWORD=" + test::test_registry().api_key});
+  auto pull_only =
+      capsa({"-q", "push", sif, token(repo + ":x")},
+            {"APPTAINER_DOCKER_USERNAME=short-lived", "APPTAINER_DOCKER_PASSWORD=" + test::test_registry().api_key});
   EXPECT_EQ(pull_only.exit_code, 1) << pull_only.err;
   EXPECT_EQ(lines(pull_only.err), 1) << pull_only.err;
+  EXPECT_NE(pull_only.err.find("do not grant push access"), std::string::npos) << pull_only.err;
   EXPECT_EQ(pull_only.err.find(test::test_registry().api_key), std::string::npos) << "the secret was printed";
   EXPECT_EQ(manifest_of(repo, "x")["status"], 404) << "a rejected push published a tag";
 
@@ -180,30 +190,55 @@ TEST_F(Push, ARejectedPushIsOneLineAndPublishesNothing) {
 
 TEST_F(Push, ADroppedConnectionMidUploadResumesFromTheRegistrysOffset) {
   test::FaultProxy proxy(test::test_registry().plain);
-  // The connection drops 10 kB into the fourth 64 KiB chunk.
-  proxy.configure({{"cut_upload", {{"after_bytes", 10000}, {"count", 1}}}});
+  // Three 64 KiB chunks go through, then the connection drops 10 kB into the fourth (twice:
+  // libcurl itself sends a request again once when a kept-alive connection closes).
+  proxy.configure({{"cut_upload", {{"after_bytes", 10000}, {"count", 2}, {"skip", 3}}}});
   const std::string repo = unique_name("public/push-cut");
-  // The first three chunks go through; the cut one is counted by the proxy's log.
   auto pushed = capsa({"push", "--nohttps", sif, "oras://" + proxy.front() + "/" + repo + ":1"},
                       {"CAPSA_PUSH_CHUNK_BYTES=65536"});
   ASSERT_EQ(pushed.exit_code, 0) << pushed.err;
 
+  std::vector<nlohmann::json> uploads;
   std::vector<std::string> trace;
   for (const auto& request : proxy.requests()) {
-    const std::string path = request["path"];
-    if (path.find("/blobs/uploads/") == std::string::npos) continue;
+    if (request["path"].get<std::string>().find("/blobs/uploads/") == std::string::npos) continue;
+    uploads.push_back(request);
     trace.push_back(request["method"].get<std::string>() + " " + std::to_string(request["status"].get<int>()));
   }
-  const auto cut = std::find(trace.begin(), trace.end(), "PATCH 0");
-  ASSERT_NE(cut, trace.end()) << "the fault never fired: " << testing::PrintToString(trace);
-  ASSERT_LT(cut + 1, trace.end());
-  EXPECT_EQ(*(cut + 1), "GET 204") << "after the drop the upload's status is asked for";
-  EXPECT_EQ(std::count(trace.begin(), trace.end(), "POST 202"), 2) << "one upload for the config, one for the SIF, "
-                                                                       "no restart: "
-                                                                    << testing::PrintToString(trace);
+  const std::size_t cut = std::find(trace.rbegin(), trace.rend(), "PATCH 0").base() - trace.begin();
+  ASSERT_GT(cut, 0u) << "the fault never fired: " << testing::PrintToString(trace);
+  ASSERT_LT(cut + 1, trace.size()) << testing::PrintToString(trace);
+  EXPECT_EQ(trace[cut], "GET 204") << "after the drop the upload's status is asked for: "
+                                   << testing::PrintToString(trace);
+  EXPECT_EQ(trace[cut + 1], "PATCH 202");
+  EXPECT_EQ(uploads[cut + 1]["content_range"], "196608-262143") << "the upload resumes where the registry stands";
+  EXPECT_EQ(std::count(trace.begin(), trace.end(), "POST 202"), 2)
+      << "one upload for the config, one for the SIF, no restart: " << testing::PrintToString(trace);
   EXPECT_EQ(trace.back(), "PUT 201");
+  EXPECT_NE(pushed.err.find("at byte 196608"), std::string::npos) << pushed.err;
 
   expect_apptainer_artifact(repo, "1");
+  auto pulled = capsa({"pull", "--nohttps", work / "back.sif", plain(repo + ":1")});
+  ASSERT_EQ(pulled.exit_code, 0) << pulled.err;
+  EXPECT_EQ(test::read_file(work / "back.sif"), test::read_file(sif));
+}
+
+// A registry that lost the upload (here: the session is cancelled behind capsa's back, as
+// distribution does when an upload resumes at the wrong offset) makes capsa start afresh.
+TEST_F(Push, AnUploadTheRegistryLostStartsAgain) {
+  test::FaultProxy proxy(test::test_registry().plain);
+  proxy.configure({{"cut_upload", {{"after_bytes", 10000}, {"count", 2}, {"skip", 2}, {"cancel", true}}}});
+  const std::string repo = unique_name("public/push-lost");
+  auto pushed = capsa({"push", "--nohttps", sif, "oras://" + proxy.front() + "/" + repo + ":1"},
+                      {"CAPSA_PUSH_CHUNK_BYTES=65536"});
+  ASSERT_EQ(pushed.exit_code, 0) << pushed.err;
+  std::vector<std::string> trace;
+  for (const auto& request : proxy.requests())
+    if (request["path"].get<std::string>().find("/blobs/uploads/") != std::string::npos)
+      trace.push_back(request["method"].get<std::string>() + " " + std::to_string(request["status"].get<int>()));
+  EXPECT_EQ(std::count(trace.begin(), trace.end(), "POST 202"), 3)
+      << "the SIF's upload was started again: " << testing::PrintToString(trace);
+  EXPECT_NE(pushed.err.find("starting it again"), std::string::npos) << pushed.err;
   auto pulled = capsa({"pull", "--nohttps", work / "back.sif", plain(repo + ":1")});
   ASSERT_EQ(pulled.exit_code, 0) << pulled.err;
   EXPECT_EQ(test::read_file(work / "back.sif"), test::read_file(sif));

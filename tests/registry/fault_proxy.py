@@ -23,9 +23,11 @@ CONFIG_FILE (JSON, re-read on every request; counters restart when it changes):
                  refresh_token grant with refresh token R); a token is refused after K uses
   corrupt_manifest: true                         a space appended to manifest bodies
   throttle:      {"bytes_per_second": N}         blob bodies sent at about this rate
-  cut_upload:    {"after_bytes": N, "count": N}  a blob upload's PATCH: connection closed
-                                                 after N bytes of its body, none of which
-                                                 reaches the registry
+  cut_upload:    {"after_bytes": N, "count": N,  a blob upload's PATCH: connection closed
+                  "skip": K}                     after N bytes of its body, none of which
+                                                 reaches the registry (the first K PATCHes
+                                                 pass untouched; "cancel": true also
+                                                 deletes the upload in the registry)
 Uploads (POST, PATCH, PUT under /v2/) are passed through, their Location rewritten to the
 front.
 LOG_FILE gets one JSON line per request: listener, method, path, authorization (bool),
@@ -103,6 +105,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def record(self, status):
         log({"listener": self.listener, "method": self.command, "path": self.path,
              "authorization": "Authorization" in self.headers, "range": self.headers.get("Range"),
+             "content_range": self.headers.get("Content-Range"),
              "accept": self.headers.get("Accept"),
              "status": status})
 
@@ -166,9 +169,20 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if not self.authorised(cfg):
             self.close_connection = True  # the body is left unread
             return
-        cut = take("cut_upload") if self.command == "PATCH" else None
+        cut = None
+        if self.command == "PATCH" and config().get("cut_upload"):
+            with LOCK:
+                seen = STATE["counters"].get("patches", 0)
+                STATE["counters"]["patches"] = seen + 1
+            if seen >= config()["cut_upload"].get("skip", 0):
+                cut = take("cut_upload")
         if cut:
             self.rfile.read(min(length, cut.get("after_bytes", 0)))
+            if cut.get("cancel"):
+                try:
+                    urllib.request.urlopen(urllib.request.Request(UPSTREAM + self.path, method="DELETE"), timeout=30)
+                except urllib.error.HTTPError:
+                    pass
             self.record(0)
             self.close_connection = True
             return

@@ -1,8 +1,8 @@
 // `capsa registry login|logout|list` and the file it keeps (registry/credential_store.hpp):
 // the store on its own, then the command against the real TLS + token and TLS + Basic
 // test registries, with the login used by a later push.
-#include <gtest/gtest.h>
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -91,9 +91,15 @@ class RegistryLogin : public ::testing::Test {
   void SetUp() override { std::filesystem::create_directories(home); }
 
   ProcessResult capsa(std::vector<std::string> args, const std::string& input = "") {
-    std::vector<std::string> argv = {"env", "-u", "DOCKER_CONFIG", "-u", "APPTAINER_CONFIGDIR", "HOME=" + home,
+    std::vector<std::string> argv = {"env",
+                                     "-u",
+                                     "DOCKER_CONFIG",
+                                     "-u",
+                                     "APPTAINER_CONFIGDIR",
+                                     "HOME=" + home,
                                      "CAPSA_CACHEDIR=" + (work / "cache"),
-                                     "CAPSA_REGISTRY_CA=" + test::test_registry().ca_file, test::capsa_binary()};
+                                     "CAPSA_REGISTRY_CA=" + test::test_registry().ca_file,
+                                     test::capsa_binary()};
     argv.insert(argv.end(), args.begin(), args.end());
     return run_process(argv, input, 120);
   }
@@ -154,9 +160,9 @@ TEST_F(RegistryLogin, BasicRegistryLoginAndBadArguments) {
 
   // --authfile: that file instead.
   const std::string authfile = work / "auth.json";
-  auto elsewhere = capsa({"registry", "login", "-u", r.basic_user, "--password-stdin", "--authfile", authfile,
-                          "docker://" + r.basic},
-                         r.basic_password);
+  auto elsewhere = capsa(
+      {"registry", "login", "-u", r.basic_user, "--password-stdin", "--authfile", authfile, "docker://" + r.basic},
+      r.basic_password);
   ASSERT_EQ(elsewhere.exit_code, 0) << elsewhere.err;
   EXPECT_EQ(credentials_from_docker_config(authfile, r.basic)->username, r.basic_user);
 
@@ -183,9 +189,9 @@ TEST_F(RegistryLogin, PasswordFlagIsHiddenFromTheProcessList) {
   const std::string registry = "oras://127.0.0.1:" + std::to_string(ntohs(address.sin_port));
   const std::string secret = "s3cret-" + std::to_string(::getpid());
 
-  test::Background login({"env", "HOME=" + home, test::capsa_binary(), "registry", "login", "-u", "me", "-p", secret,
-                          registry},
-                         work / "err");
+  test::Background login(
+      {"env", "HOME=" + home, test::capsa_binary(), "registry", "login", "-u", "me", "-p", secret, registry},
+      work / "err");
   std::string shown;
   const bool hidden = test::eventually(
       [&] {
