@@ -46,7 +46,7 @@ std::optional<std::uint64_t> held_bytes(const HttpResponse& response) {
 }  // namespace
 
 std::string RegistryClient::upload_location(const HttpResponse& response, const std::string& what) const {
-  const std::string location = response.header("location").value_or("");
+  std::string location = response.header("location").value_or("");
   if (location.starts_with("http://") || location.starts_with("https://")) return location;
   if (location.starts_with("/")) return base_url() + location;
   throw RegistryError(ErrorKind::kProtocol,
@@ -140,9 +140,12 @@ void RegistryClient::push_blob(const std::string& repository, int fd, std::uint6
       if (progress) progress(upload.offset, size);
       continue;
     }
-    if (last_step && response.status == 400 && response.body.find("DIGEST_INVALID") != std::string::npos)
-      throw RegistryError(ErrorKind::kDigestMismatch, registry_ + " received other content than " + digest +
-                                                          " for the " + what + "; did the file change meanwhile?");
+    if (last_step && response.status == 400 && response.body.find("DIGEST_INVALID") != std::string::npos) {
+      std::string message = registry_;
+      message += " received other content than " + digest + " for the " + what;
+      message += "; did the file change meanwhile?";
+      throw RegistryError(ErrorKind::kDigestMismatch, message);
+    }
     // 416: the registry holds another length than this client thought; 404: it lost the
     // upload; 5xx/429: a transient failure.
     if (response.status == 416 || response.status == 404 || is_retriable_status(response.status)) {
@@ -168,7 +171,7 @@ void RegistryClient::push_small_blob(const std::string& repository, const std::s
 
 std::string RegistryClient::put_manifest(const std::string& repository, const std::string& reference,
                                          const std::string& bytes, const std::string& media_type) {
-  const std::string digest = oci::Digest::compute("sha256", bytes).to_string();
+  std::string digest = oci::Digest::compute("sha256", bytes).to_string();
   HttpRequest request;
   request.method = HttpRequest::Method::kPut;
   request.url = base_url() + "/v2/" + repository + "/manifests/" + reference;

@@ -259,6 +259,22 @@ TEST_F(Push, ExecOfAnOrasReferenceRunsTheSifFromTheCache) {
   EXPECT_EQ(second.exit_code, 0) << second.err;
 }
 
+// A registry serving other bytes than the layer's digest: refused after one more try, in
+// one line; no output file and no cache entry under that digest.
+TEST_F(Push, AnOrasSifWhoseBytesDoNotMatchItsDigestIsRefused) {
+  const std::string repo = unique_name("public/push-corrupt");
+  ASSERT_EQ(capsa({"push", "--nohttps", sif, plain(repo + ":1")}).exit_code, 0);
+  test::FaultProxy proxy(test::test_registry().plain);
+  const std::string digest = sha256_of_file(sif);
+  proxy.configure({{"corrupt", {{"count", 2}, {"path", digest}}}});
+  auto pulled = capsa({"-q", "pull", "--nohttps", work / "bad.sif", "oras://" + proxy.front() + "/" + repo + ":1"});
+  EXPECT_EQ(pulled.exit_code, 1);
+  EXPECT_EQ(lines(pulled.err), 1) << pulled.err;
+  EXPECT_NE(pulled.err.find("does not match its digest"), std::string::npos) << pulled.err;
+  EXPECT_FALSE(std::filesystem::exists(work / "bad.sif"));
+  EXPECT_FALSE(std::filesystem::exists(cache + "/blobs/sha256/" + digest.substr(7)));
+}
+
 TEST_F(Push, PullOfADockerImageAsOrasSaysWhyInOneLine) {
   auto one_layer = capsa({"pull", "--nohttps", work / "a.sif", plain("public/busybox:1.0")});
   EXPECT_EQ(one_layer.exit_code, 1);

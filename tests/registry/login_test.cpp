@@ -68,7 +68,7 @@ TEST(CredentialStore, StoresReplacesAndRemovesKeepingTheRestOfTheFile) {
 }
 
 TEST(CredentialStore, WhereLoginsGoAsApptainerChoosesAndTheLookupReadsThem) {
-  auto env = [](std::map<std::string, std::string> values) {
+  auto env = [](const std::map<std::string, std::string>& values) {
     return [values](const std::string& name) -> std::optional<std::string> {
       auto it = values.find(name);
       return it == values.end() ? std::nullopt : std::optional(it->second);
