@@ -142,7 +142,7 @@ void RegistryClient::push_blob(const std::string& repository, int fd, std::uint6
     }
     if (last_step && response.status == 400 && response.body.find("DIGEST_INVALID") != std::string::npos) {
       std::string message = registry_;
-      message += " received other content than " + digest + " for the " + what;
+      message.append(" received other content than ").append(digest).append(" for the ").append(what);
       message += "; did the file change meanwhile?";
       throw RegistryError(ErrorKind::kDigestMismatch, message);
     }
