@@ -223,7 +223,7 @@ runtime::ActionRequest request_from(const std::string& action, const ActionFlags
     r.networks.clear();
   }
   // Last: a --disable-cache pull makes a directory that only launch() removes.
-  if (r.image.rfind("docker://", 0) == 0 || r.image.rfind("library://", 0) == 0) {
+  if (r.image.starts_with("docker://") || r.image.starts_with("oras://") || r.image.starts_with("library://")) {
     RemoteImage pulled = image_for_remote_reference(r.image, f.registry, f.quiet || quiet_output(),
                                                     f.disable_cache || env_flag("DISABLE_CACHE"), r.tmpdir);
     r.image = pulled.sif;
@@ -323,7 +323,8 @@ void add_action(CLI::App& app, const std::string& name, const std::string& descr
   if (name == "run") add_refused_flags(*cmd, {kRunscriptTimeout});
   if (name == "shell") cmd->add_option("-s,--shell", flags->shell, "Shell to run (also APPTAINER_SHELL)");
   cmd->footer(
-      "IMAGE is a SIF file, a sandbox directory, or docker://REF or library://REF (pulled into the cache first).\n"
+      "IMAGE is a SIF file, a sandbox directory, or docker://REF, oras://REF or library://REF (pulled into the cache\n"
+      "first).\n"
       "Everything after IMAGE is passed to the container.");
   cmd->callback([cmd, flags, name] {
     if (flags->debug) log::set_level(log::Level::debug);  // the engine's debug messages (util/log.hpp)

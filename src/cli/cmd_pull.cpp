@@ -1,4 +1,4 @@
-// `capsa pull [OUTPUT.sif] docker://REF`: flags and environment as `apptainer pull`.
+// `capsa pull [OUTPUT.sif] docker://REF|oras://REF`: flags and environment as `apptainer pull`.
 #include <cstdlib>
 #include <iostream>
 #include <memory>
@@ -43,10 +43,11 @@ pull::PullOptions options_from(const PullFlags& f) {
     options.output = f.positionals[0];
     options.reference = f.positionals[1];
   } else {
-    throw Error("pull needs [OUTPUT.sif] docker://REF|library://REF (see `capsa help pull`)");
+    throw Error("pull needs [OUTPUT.sif] docker://REF|oras://REF|library://REF (see `capsa help pull`)");
   }
-  if (options.reference.rfind("docker://", 0) != 0 && options.reference.rfind("library://", 0) != 0)
-    throw Error("cannot pull \"" + options.reference + "\": use a docker:// or library:// reference");
+  if (!options.reference.starts_with("docker://") && !pull::is_oras_reference(options.reference) &&
+      !options.reference.starts_with("library://"))
+    throw Error("cannot pull \"" + options.reference + "\": use a docker://, oras:// or library:// reference");
   if (!f.library.empty()) options.library = f.library;
   if (!f.name.empty()) options.output = f.name;
   if (!f.dir.empty()) options.output_dir = f.dir;
@@ -80,6 +81,10 @@ const std::vector<RefusedFlag>& refused_pull_flags() {
 // --sandbox: what `capsa build --sandbox` does with a docker:// source, to the name pull
 // would give the SIF (Apptainer keeps that name, .sif and all, for the directory).
 void pull_sandbox(const pull::PullOptions& options, Progress& progress, bool quiet) {
+  if (pull::is_oras_reference(options.reference))
+    throw Error(
+        "--sandbox with an oras:// image is not supported yet; pull the SIF, then `capsa build --sandbox DIR "
+        "IMAGE.sif`");
   if (options.platform && !(*options.platform == oci::host_platform()))
     throw Error("--sandbox with another platform than this machine's is not supported; pull a SIF instead");
   build::BuildOptions build;
@@ -100,9 +105,12 @@ void pull_sandbox(const pull::PullOptions& options, Progress& progress, bool qui
 
 void add_pull_command(CLI::App& app) {
   auto flags = std::make_shared<PullFlags>();
-  auto* cmd =
-      app.add_subcommand("pull", "Pull a docker:// image from an OCI registry, or a library:// image, into a SIF file");
-  cmd->add_option("args", flags->positionals, "[OUTPUT.sif] docker://REF|library://REF")->required()->expected(1, 2);
+  auto* cmd = app.add_subcommand("pull",
+                                 "Pull a docker:// image (converted) or an oras:// SIF from an OCI registry, or a "
+                                 "library:// SIF from a library, into a SIF file");
+  cmd->add_option("args", flags->positionals, "[OUTPUT.sif] docker://REF|oras://REF|library://REF")
+      ->required()
+      ->expected(1, 2);
   cmd->add_flag("-F,--force", flags->force, "Overwrite an existing output file");
   cmd->add_flag("--disable-cache", flags->disable_cache, "Do not use or fill the cache (APPTAINER_DISABLE_CACHE)");
   add_registry_flags(*cmd, flags->registry);
@@ -122,9 +130,11 @@ void add_pull_command(CLI::App& app) {
                   "reference names");
   add_refused_flags(*cmd, refused_pull_flags());
   cmd->footer(
-      "Credentials: APPTAINER_DOCKER_USERNAME/_PASSWORD (or SINGULARITY_...), --docker-login, or\n"
-      "~/.docker/config.json. For NVIDIA NGC use the username '$oauthtoken' and an API key.\n"
+      "oras://REF: a SIF pushed with `push` (Apptainer's or capsa's), downloaded as it is.\n"
       "library://[HOST/]ENTITY/COLLECTION/CONTAINER[:TAG] pulls from a Library API server (--library URL).\n"
+      "Credentials: APPTAINER_DOCKER_USERNAME/_PASSWORD (or SINGULARITY_...), --docker-login,\n"
+      "`capsa registry login`, or ~/.docker/config.json. For NVIDIA NGC use the username '$oauthtoken' and an API "
+      "key.\n"
       "Cache: $CAPSA_CACHEDIR, $APPTAINER_CACHEDIR or $SINGULARITY_CACHEDIR; see `capsa help cache`.");
   cmd->callback([flags] {
     bool quiet = flags->quiet || quiet_output();

@@ -13,7 +13,8 @@ namespace {
 // commands: tests/cli/cli_test.cpp checks that each feature's command exists.
 constexpr const char* kFeatures[] = {
     "sif: read/write SIF 01 (capsa sif: siftool's commands), inspect",
-    "pull: docker:// from OCI/Docker registries (token, basic, credential helpers), verified, cached",
+    "pull: docker:// from OCI/Docker registries (token, basic, credential helpers), verified, cached; oras:// SIFs",
+    "push: oras:// (Apptainer's artifact format), chunked and resumable; registry login/logout/list",
     "run: exec/run/shell/test, root (kernel squashfs, shared loop devices) and unprivileged (own FUSE server)",
     "build: definition files (docker, debootstrap, localimage, scratch), --fakeroot, --sandbox",
     "gpu: --nv (nvliblist.conf), --nvccli, --rocm (rocmliblist.conf), --device (CDI)",

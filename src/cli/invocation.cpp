@@ -23,14 +23,19 @@ Invocation resolve_invocation(int argc, char** argv) {
 }
 
 void hide_secret_arguments(int argc, char** argv) {
-  constexpr std::string_view flag = "--docker-password";
+  // -p is --password only after `registry` (exec's -p is --pid, which has no value).
+  bool registry = false;
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
+    if (arg == "registry") registry = true;
     char* value = nullptr;
-    if (arg == flag && i + 1 < argc)
-      value = argv[i + 1];
-    else if (arg.size() > flag.size() && arg.substr(0, flag.size() + 1) == std::string(flag) + "=")
-      value = argv[i] + flag.size() + 1;
+    for (std::string_view flag : {"--docker-password", "--password", registry ? "-p" : "--docker-password"}) {
+      if (arg == flag && i + 1 < argc)
+        value = argv[i + 1];
+      else if (arg.size() > flag.size() && arg.starts_with(flag) && arg[flag.size()] == '=')
+        value = argv[i] + flag.size() + 1;
+    }
+    if (registry && arg.size() > 2 && arg.starts_with("-p") && arg[2] != '-') value = argv[i] + 2;  // -pVALUE
     for (; value != nullptr && *value != '\0'; ++value) *value = '*';
   }
 }

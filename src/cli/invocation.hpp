@@ -13,8 +13,8 @@ struct Invocation {
 
 Invocation resolve_invocation(int argc, char** argv);
 
-// Overwrites the value of --docker-password in argv (which /proc/PID/cmdline shows to
-// every user of the machine) once it has been copied into an Invocation.
+// Overwrites the value of --docker-password (and registry login's -p/--password) in argv (which /proc/PID/cmdline shows
+// to every user of the machine) once it has been copied into an Invocation.
 void hide_secret_arguments(int argc, char** argv);
 
 }  // namespace capsa::cli

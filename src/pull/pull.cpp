@@ -22,10 +22,12 @@
 #include "oci/manifest.hpp"
 #include "oci/select.hpp"
 #include "pull/library_pull.hpp"
+#include "oci/sif_artifact.hpp"
 #include "reference/image_reference.hpp"
 #include "registry/client.hpp"
 #include "registry/credentials.hpp"
 #include "registry/options.hpp"
+#include "sif/image.hpp"
 #include "util/error.hpp"
 #include "util/fd.hpp"
 #include "util/interrupt.hpp"
@@ -38,6 +40,7 @@ namespace {
 // Everything one pull works with, built once from the options.
 struct Session {
   reference::ImageReference ref;
+  bool oras = false;  // an oras:// SIF artifact, not a docker:// image
   oci::Platform platform;
   std::unique_ptr<registry::RegistryClient> client;
   std::unique_ptr<cache::Cache> cache;
@@ -55,7 +58,10 @@ struct Session {
     warnings.push_back(line);
     log::warning(line);
   }
+  std::string image_name() const { return (oras ? "oras://" : "docker://") + ref.to_string(); }
 };
+
+constexpr std::string_view kOrasScheme = "oras://";
 
 std::string short_digest(const std::string& digest) {
   auto colon = digest.find(':');
@@ -65,23 +71,16 @@ std::string short_digest(const std::string& digest) {
 std::unique_ptr<Session> open_session(const PullOptions& options, Progress& progress) {
   auto session = std::make_unique<Session>();
   session->progress = &progress;
-  session->ref = reference::parse_image_reference(options.reference);
+  session->oras = is_oras_reference(options.reference);
+  session->ref = reference::parse_image_reference(session->oras ? options.reference.substr(kOrasScheme.size())
+                                                                : options.reference);
   session->platform = options.platform ? *options.platform : oci::host_platform();
 
   registry::ClientOptions client_options = registry::options_from_environment();
   client_options.insecure_http = client_options.insecure_http || options.registry.nohttps;
   client_options.log = [s = session.get()](std::string_view line) { s->progress->note(std::string(line)); };
-  std::string host = session->ref.api_host();
-  std::optional<registry::Credentials> credentials;
-  const RegistryAccess& access = options.registry;
-  if (access.docker_login)
-    credentials = registry::prompt_for_credentials_on_tty(session->ref.registry);
-  else if (access.credentials)
-    credentials = access.credentials;
-  else if (access.authfile)
-    credentials = registry::credentials_from_docker_config(*access.authfile, host);
-  if (!credentials) credentials = registry::find_credentials(host);
-  session->client = std::make_unique<registry::RegistryClient>(host, client_options, credentials);
+  session->client = std::make_unique<registry::RegistryClient>(session->ref.api_host(), client_options,
+                                                               credentials_for(options.registry, session->ref));
 
   if (options.disable_cache) {
     session->private_cache_root = make_private_cache_root(options.tmpdir);
@@ -250,9 +249,28 @@ std::string make_private_cache_root(const std::optional<std::string>& tmpdir) {
   return buf.data();
 }
 
+bool is_oras_reference(std::string_view reference) { return reference.starts_with(kOrasScheme); }
+
+std::optional<registry::Credentials> credentials_for(const RegistryAccess& access,
+                                                     const reference::ImageReference& ref) {
+  const std::string host = ref.api_host();
+  std::optional<registry::Credentials> credentials;
+  if (access.docker_login)
+    credentials = registry::prompt_for_credentials_on_tty(ref.registry);
+  else if (access.credentials)
+    credentials = access.credentials;
+  else if (access.authfile)
+    credentials = registry::credentials_from_docker_config(*access.authfile, host);
+  if (!credentials) credentials = registry::find_credentials(host);
+  return credentials;
+}
+
 std::string output_path(const PullOptions& options) {
   if (library::is_library_reference(options.reference)) return library_output_path(options);
-  return output_path_for(options, reference::parse_image_reference(options.reference));
+  const std::string_view bare = is_oras_reference(options.reference)
+                                    ? std::string_view(options.reference).substr(kOrasScheme.size())
+                                    : options.reference;
+  return output_path_for(options, reference::parse_image_reference(bare));
 }
 
 namespace {
@@ -263,8 +281,50 @@ void refuse_existing(const std::string& output, bool force) {
     throw Error("image file already exists: " + output + " - will not overwrite (use --force)");
 }
 
+// The cache entry of an oras:// image: its one layer, the SIF itself, keyed by its digest
+// (as Apptainer's oras cache is), downloaded (resumably, verified) unless cached.
+cache::EntryUse oras_entry(Session& s, std::string& manifest_digest, bool& from_cache) {
+  const std::string image = s.image_name();
+  registry::ManifestResponse response = s.client->get_manifest(s.ref.repository, s.ref.manifest_reference());
+  if (oci::kind_of(response.media_type, response.bytes) == oci::ManifestKind::Index) {
+    const oci::Index index = oci::parse_index(response.bytes, response.media_type);
+    response =
+        s.client->get_manifest(s.ref.repository, oci::select_manifest(index, s.platform, image).digest.to_string());
+  }
+  manifest_digest = response.digest;
+  const oci::SifLayer layer = oci::parse_sif_manifest(response.bytes, "its manifest");
+  const std::string label = "SIF " + short_digest(layer.digest);
+  from_cache = true;
+  return s.cache->wait_or_produce(
+      cache::Key::blob(layer.digest),
+      [&](cache::ProducerLock& lock) {
+        from_cache = false;
+        s.progress->start(label, layer.size);
+        try {
+          s.client->fetch_blob(
+              s.ref.repository, {layer.digest, layer.size, lock.partial_path()},
+              [&](std::uint64_t done, std::optional<std::uint64_t>) { s.progress->update(label, done); },
+              &interrupt_flag());
+        } catch (const Error&) {
+          throw_if_interrupted();  // the partial download stays for the next run to resume
+          throw;
+        }
+        throw_if_interrupted();
+        s.progress->finish(label);
+        if (!sif::looks_like_sif(lock.partial_path())) {
+          lock.discard_partial();
+          throw FormatError("its layer " + layer.digest + " is not a SIF file");
+        }
+      },
+      {.timeout = std::nullopt, .on_wait = [&](const cache::Key&, const std::string& holder) {
+         s.progress->note("waiting for " + (holder.empty() ? std::string("another process") : holder) +
+                          " to finish downloading " + image);
+       }});
+}
+
 // The cache entry of the SIF, produced here unless cached or being produced elsewhere.
 cache::EntryUse sif_entry(Session& s, const PullOptions& options, std::string& top_digest, bool& from_cache) {
+  if (s.oras) return oras_entry(s, top_digest, from_cache);
   top_digest = s.ref.digest ? s.ref.digest->to_string()
                             : s.client->head_manifest(s.ref.repository, s.ref.manifest_reference());
   oci::Platform p = oci::normalized(s.platform);
@@ -313,7 +373,7 @@ PullResult pull(const PullOptions& options, Progress& progress) {
   Session& s = *session;
   PullResult result;
   result.output_path = output_path_for(options, s.ref);
-  return with_context("pull docker://" + s.ref.to_string(), [&] {
+  return with_context("pull " + s.image_name(), [&] {
     refuse_existing(result.output_path, options.force);
     cache::EntryUse entry = sif_entry(s, options, result.manifest_digest, result.from_cache);
     throw_if_interrupted();
@@ -328,8 +388,10 @@ std::string cached_sif(const PullOptions& options, Progress& progress) {
   if (library::is_library_reference(options.reference)) return cached_library_sif(options, progress);
   auto session = open_session(options, progress);
   Session& s = *session;
-  if (options.disable_cache) throw Error("running a docker:// image needs the cache (drop --disable-cache, or pull first)");
-  return with_context("docker://" + s.ref.to_string(), [&] {
+  if (options.disable_cache)
+    throw Error("running a " + std::string(s.oras ? "oras://" : "docker://") +
+                " image needs the cache (drop --disable-cache, or pull first)");
+  return with_context(s.image_name(), [&] {
     std::string digest;
     bool from_cache = false;
     return sif_entry(s, options, digest, from_cache).path();

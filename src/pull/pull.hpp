@@ -3,13 +3,17 @@
 // -> SIF (cache) -> output file. Each stage is one call into its own domain; this file
 // only orders them and owns the cache entries and temporaries in between.
 // (`library://REF`: library_pull.hpp.)
+// `capsa pull oras://REF`: reference -> manifest (one SIF layer) -> the SIF blob (cache,
+// keyed by its digest) -> output file.
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "convert/convert.hpp"
 #include "oci/platform.hpp"
+#include "reference/image_reference.hpp"
 #include "registry/credentials.hpp"
 #include "util/progress.hpp"
 
@@ -25,7 +29,7 @@ struct RegistryAccess {
 };
 
 struct PullOptions {
-  std::string reference;                    // "docker://..." as the user wrote it
+  std::string reference;                    // "docker://..." or "oras://..." as the user wrote it
   std::optional<std::string> output;        // OUTPUT.sif; Apptainer's default name otherwise
   std::optional<std::string> output_dir;    // --dir: where the output goes
   bool force = false;                       // overwrite an existing output
@@ -44,6 +48,14 @@ struct PullResult {
   bool from_cache = false;       // the SIF was already cached: nothing downloaded or converted
   std::vector<std::string> warnings;
 };
+
+// "oras://…": a SIF stored as an ORAS artifact (oci/sif_artifact.hpp).
+bool is_oras_reference(std::string_view reference);
+
+// The credentials to use for `ref`'s registry: the terminal (--docker-login), the command
+// line, --authfile, then the environment and the config files (registry/credentials.hpp).
+std::optional<registry::Credentials> credentials_for(const RegistryAccess& access,
+                                                     const reference::ImageReference& ref);
 
 // Where pull() writes: OUTPUT, else Apptainer's default name (NAME_TAG.sif), in --dir.
 std::string output_path(const PullOptions& options);

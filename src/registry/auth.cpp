@@ -1,23 +1,14 @@
 #include "registry/auth.hpp"
 
-#include <openssl/evp.h>
-
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "registry/base64.hpp"
 #include "registry/challenge.hpp"
 
 namespace capsa::registry {
 
 namespace {
-
-std::string base64(const std::string& text) {
-  std::string out(4 * ((text.size() + 2) / 3) + 1, '\0');
-  const int length = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                     reinterpret_cast<const unsigned char*>(text.data()), static_cast<int>(text.size()));
-  out.resize(static_cast<size_t>(length));
-  return out;
-}
 
 std::string escape(const std::string& text) {
   char* escaped = curl_easy_escape(nullptr, text.data(), static_cast<int>(text.size()));
@@ -55,10 +46,13 @@ RegistryError unauthorized_error(const std::string& registry, const std::string&
 Authenticator::Authenticator(std::string registry, std::optional<Credentials> credentials, const ClientOptions& options)
     : registry_(std::move(registry)), credentials_(std::move(credentials)), options_(options) {}
 
-std::string Authenticator::scope_for(const std::string& repository) { return "repository:" + repository + ":pull"; }
+std::string Authenticator::scope_for(const std::string& repository) const {
+  if (repository.empty()) return "";
+  return "repository:" + repository + (options_.push_access ? ":pull,push" : ":pull");
+}
 
 std::string Authenticator::basic_header() const {
-  return "Authorization: Basic " + base64(credentials_->username + ":" + credentials_->password);
+  return "Authorization: Basic " + base64_encode(credentials_->username + ":" + credentials_->password);
 }
 
 std::string Authenticator::cached_header(const std::string& scope) const {
@@ -116,17 +110,18 @@ bool Authenticator::refresh(HttpSession& session, const std::string& repository,
 void Authenticator::fetch_token(HttpSession& session, const std::string& repository, const std::string& scope) {
   HttpRequest request;
   std::string query;
-  if (!service_.empty()) query += "service=" + escape(service_) + "&";
-  query += "scope=" + escape(scope);
+  if (!service_.empty()) query += "service=" + escape(service_);
+  if (!scope.empty()) query += (query.empty() ? "" : "&") + std::string("scope=") + escape(scope);
   if (credentials_ && !credentials_->identity_token.empty()) {
     // OAuth2 refresh-token grant (distribution token spec, "oauth.md").
     request.method = HttpRequest::Method::kPostForm;
     request.url = realm_;
-    request.form_body = query + "&grant_type=refresh_token&client_id=capsa&refresh_token=" +
+    request.form_body = query + (query.empty() ? "" : "&") + "grant_type=refresh_token&client_id=capsa&refresh_token=" +
                         escape(credentials_->identity_token);
     request.headers.push_back("Content-Type: application/x-www-form-urlencoded");
   } else {
-    request.url = realm_ + (realm_.find('?') == std::string::npos ? "?" : "&") + query;
+    request.url = realm_;
+    if (!query.empty()) request.url += (realm_.find('?') == std::string::npos ? "?" : "&") + query;
     if (credentials_ && !credentials_->username.empty()) request.headers.push_back(basic_header());
   }
   request.max_body = 1 << 20;

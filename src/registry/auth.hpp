@@ -46,7 +46,8 @@ class Authenticator {
   };
   enum class Mode { kNone, kBasic, kBearer };
 
-  static std::string scope_for(const std::string& repository);
+  // "" for the registry itself (a login check): a token without repository access.
+  std::string scope_for(const std::string& repository) const;
   std::string cached_header(const std::string& scope) const;  // mutex held
   void fetch_token(HttpSession& session, const std::string& repository, const std::string& scope);  // mutex held
   std::string basic_header() const;

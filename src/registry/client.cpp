@@ -1,12 +1,14 @@
 #include "registry/client.hpp"
 
-#include <nlohmann/json.hpp>
+#include <algorithm>
 #include <chrono>
+#include <nlohmann/json.hpp>
 #include <thread>
 
-#include "registry/backoff.hpp"
 #include "oci/digest.hpp"
 #include "oci/media_types.hpp"
+#include "registry/backoff.hpp"
+#include "registry/challenge.hpp"
 #include "registry/json_fields.hpp"
 
 namespace capsa::registry {
@@ -71,15 +73,25 @@ void RegistryClient::return_session(std::unique_ptr<HttpSession> session) {
 HttpResponse RegistryClient::send(HttpSession& session, const std::string& repository, HttpRequest request,
                                   BodyConsumer* consumer) {
   const auto plain_headers = request.headers;
+  // An upload's Location may name another host: credentials go to the registry only.
+  const bool to_registry = url_host(request.url) == registry_;
   for (bool refreshed = false;; refreshed = true) {
-    const std::string authorization = auth_.header_for(session, repository);
+    const std::string authorization = to_registry ? auth_.header_for(session, repository) : "";
     request.headers = plain_headers;
     if (!authorization.empty()) request.headers.push_back(authorization);
     HttpResponse response = session.perform(request, consumer);
     if (response.status != 401) return response;
     // A token can expire mid-pull (multi-GB layers outlive 60-300 s tokens): renew once.
-    if (refreshed || !auth_.refresh(session, repository, response, authorization))
+    if (refreshed || !auth_.refresh(session, repository, response, authorization)) {
+      // A token the service issued, refused for what it does not cover (RFC 6750 §3.1).
+      const auto bearer = find_challenge(response.all_headers("www-authenticate"), "bearer");
+      if (refreshed && bearer && bearer->param("error") == "insufficient_scope")
+        throw RegistryError(ErrorKind::kUnauthorized,
+                            "401 Unauthorized from " + registry_ + " for " + repository + ": the credentials" +
+                                (auth_.credentials() ? " from " + auth_.credentials()->source : std::string()) +
+                                " do not grant " + (options_.push_access ? "push" : "pull") + " access");
       throw unauthorized_error(registry_, repository, auth_.credentials());
+    }
   }
 }
 
@@ -92,7 +104,8 @@ RegistryError RegistryClient::status_error(const HttpResponse& response, const s
     return {ErrorKind::kNotFound, what + " not found in " + registry_ + "/" + repository + ": HTTP 404" + suffix};
   if (response.status == 403)
     return {ErrorKind::kUnauthorized, "403 Forbidden from " + registry_ + " for " + repository + suffix +
-                                          ": the credentials do not grant pull access"};
+                                          (options_.push_access ? ": the credentials do not grant push access"
+                                                                : ": the credentials do not grant pull access")};
   if (response.status == 429)
     return {ErrorKind::kServer, registry_ + " keeps answering 429 Too Many Requests for " + what + suffix +
                                     ": the pull rate limit is exhausted; log in or try again later"};
@@ -102,7 +115,7 @@ RegistryError RegistryClient::status_error(const HttpResponse& response, const s
 }
 
 HttpResponse RegistryClient::send_with_retries(const std::string& repository, const HttpRequest& request,
-                                               const std::string& what) {
+                                               const std::string& what, std::initializer_list<long> expected) {
   SessionLease session(*this);
   Backoff backoff(options_, request.cancel);
   for (;;) {
@@ -117,7 +130,8 @@ HttpResponse RegistryClient::send_with_retries(const std::string& repository, co
         backoff.wait(registry_ + " answered HTTP " + std::to_string(response.status) + " for " + what,
                      retry_after(response)))
       continue;
-    if (response.status != 200) throw status_error(response, repository, what);
+    if (std::find(expected.begin(), expected.end(), response.status) == expected.end())
+      throw status_error(response, repository, what);
     return response;
   }
 }
@@ -187,6 +201,12 @@ std::string RegistryClient::head_manifest(const std::string& repository, const s
     return *digest;
   }
   return get_manifest(repository, reference).digest;
+}
+
+void RegistryClient::check_login() {
+  HttpRequest request;
+  request.url = base_url() + "/v2/";
+  send_with_retries("", request, "the API root /v2/");
 }
 
 void RegistryClient::fetch_blobs(const std::string& repository, const std::vector<BlobTarget>& blobs,

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -67,6 +68,32 @@ class RegistryClient {
   void fetch_blobs(const std::string& repository, const std::vector<BlobTarget>& blobs,
                    const BlobProgressFn& progress = {}, const std::atomic<bool>* stop = nullptr);
 
+  // --- Pushing (blob_upload.cpp) ---
+
+  // Whether the registry has the blob (HEAD); an upload of it can then be skipped.
+  bool has_blob(const std::string& repository, const std::string& digest);
+
+  // Uploads `size` bytes of `fd` from offset 0 as the blob `digest`, by the distribution
+  // spec's chunked upload: POST, then PATCH chunks of options.upload_chunk_bytes with
+  // Content-Range, then PUT with the digest, which the registry verifies. After a dropped
+  // connection or a 5xx the upload's status (GET) says from where to continue; an upload
+  // the registry no longer knows starts again. progress(done, size) as chunks go out.
+  void push_blob(const std::string& repository, int fd, std::uint64_t size, const std::string& digest,
+                 const ProgressFn& progress = {}, const std::atomic<bool>* cancel = nullptr);
+
+  // A small blob (a config) in one request: POST, then PUT with the bytes and digest.
+  void push_small_blob(const std::string& repository, const std::string& bytes, const std::string& digest);
+
+  // PUT of a manifest under `reference` (a tag): the registry publishes the tag only now,
+  // so it never names content that is incomplete. Returns the manifest's digest.
+  std::string put_manifest(const std::string& repository, const std::string& reference, const std::string& bytes,
+                           const std::string& media_type);
+
+  // `registry login`'s check: GET /v2/ with the credentials, through the registry's
+  // challenge (a token without repository access, or Basic). Throws kUnauthorized when
+  // they are refused.
+  void check_login();
+
   const std::string& registry() const { return registry_; }
   const ClientOptions& options() const { return options_; }
   std::string base_url() const;  // "https://host[:port]"
@@ -94,7 +121,13 @@ class RegistryClient {
                     BodyConsumer* consumer = nullptr);
   // send() on a pooled handle, retrying 429/5xx and transient network errors; any status
   // but 200 after that is thrown as status_error().
-  HttpResponse send_with_retries(const std::string& repository, const HttpRequest& request, const std::string& what);
+  HttpResponse send_with_retries(const std::string& repository, const HttpRequest& request, const std::string& what,
+                                 std::initializer_list<long> expected = {200});
+  // The absolute URL of an upload's Location header.
+  std::string upload_location(const HttpResponse& response, const std::string& what) const;
+  struct UploadState;
+  void start_upload(const std::string& repository, UploadState& upload);
+  bool resume_upload(const std::string& repository, UploadState& upload);
   // One request for a blob into `fd` (blob_download.cpp).
   struct BlobAttempt;
   BlobAttempt blob_attempt(HttpSession& session, const std::string& repository, const BlobTarget& blob, int fd,

@@ -122,6 +122,8 @@ std::vector<std::string> docker_config_paths(const EnvLookup& env) {
   const std::string home = env("HOME").value_or("");
   if (auto dir = env("APPTAINER_CONFIGDIR"); dir && !dir->empty())
     paths.push_back(*dir + "/docker-config.json");
+  else if (auto legacy = env("SINGULARITY_CONFIGDIR"); legacy && !legacy->empty())
+    paths.push_back(*legacy + "/docker-config.json");
   else if (!home.empty())
     paths.push_back(home + "/.apptainer/docker-config.json");
   if (auto dir = env("DOCKER_CONFIG"); dir && !dir->empty())

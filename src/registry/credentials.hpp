@@ -20,8 +20,9 @@ namespace capsa::registry {
 
 // The variables above that hold a secret. capsa hides their values from /proc/PID/environ
 // as it starts (util/environment_block.hpp); they stay readable to capsa itself.
-inline constexpr const char* kSecretEnvironmentVariables[] = {"APPTAINER_DOCKER_PASSWORD",
-                                                              "SINGULARITY_DOCKER_PASSWORD", "DOCKER_PASSWORD"};
+inline constexpr const char* kSecretEnvironmentVariables[] = {
+    "APPTAINER_DOCKER_PASSWORD", "SINGULARITY_DOCKER_PASSWORD", "DOCKER_PASSWORD", "APPTAINER_LOGIN_PASSWORD",
+    "SINGULARITY_LOGIN_PASSWORD"};  // the last two: `registry login`
 
 struct Credentials {
   std::string username;
@@ -71,5 +72,7 @@ std::optional<Credentials> find_credentials(const std::string& registry, const E
 Credentials prompt_for_credentials(int in_fd, int out_fd, const std::string& registry);
 // The same on /dev/tty.
 Credentials prompt_for_credentials_on_tty(const std::string& registry);
+// `registry login` without a password: asks on /dev/tty without echo.
+std::string prompt_for_password_on_tty(const std::string& prompt);
 
 }  // namespace capsa::registry

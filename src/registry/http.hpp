@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -21,12 +22,25 @@
 
 namespace capsa::registry {
 
+// Part of an open file sent as a request body (a chunk of a blob upload).
+struct FileSlice {
+  int fd = -1;
+  std::uint64_t offset = 0;
+  std::uint64_t length = 0;
+};
+
 struct HttpRequest {
-  enum class Method { kGet, kHead, kPostForm };
+  // kPost, kPut and kPatch send `body`, or `body_file` when set; redirects are not
+  // followed for them (an upload's Location is the client's to follow).
+  enum class Method { kGet, kHead, kPostForm, kPost, kPut, kPatch };
   Method method = Method::kGet;
   std::string url;
   std::vector<std::string> headers;  // "Name: value"
   std::string form_body;             // for kPostForm (application/x-www-form-urlencoded)
+  std::string body;
+  std::optional<FileSlice> body_file;
+  // Called with the body bytes sent so far (uploads' progress).
+  std::function<void(std::uint64_t sent)> on_sent;
   // Largest body kept in memory when no BodyConsumer is given; more is a protocol error.
   std::size_t max_body = 4 << 20;
   // When set and true, the transfer is aborted (RegistryError kCancelled).

@@ -41,6 +41,13 @@ ClientOptions options_from_environment(const EnvLookup& env) {
       throw Error("CAPSA_REGISTRY_STALL_SECONDS=\"" + *stall + "\" is not a number of seconds");
     }
   }
+  if (auto chunk = env("CAPSA_PUSH_CHUNK_BYTES"); chunk && !chunk->empty()) {
+    try {
+      options.upload_chunk_bytes = std::max(1ULL, std::stoull(*chunk));
+    } catch (const std::exception&) {
+      throw Error("CAPSA_PUSH_CHUNK_BYTES=\"" + *chunk + "\" is not a number of bytes");
+    }
+  }
   return options;
 }
 

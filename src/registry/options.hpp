@@ -4,6 +4,7 @@
 // Singularity/Apptainer.
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -31,6 +32,12 @@ struct ClientOptions {
   std::chrono::milliseconds backoff_max{30'000};
   // A Retry-After longer than this fails the request instead of sleeping for it.
   std::chrono::seconds max_retry_after{120};
+  // Tokens ask for push as well as pull (capsa push). Never asked for otherwise: some
+  // registries refuse a pull,push scope to users who may only pull.
+  bool push_access = false;
+  // Size of the PATCH requests of a blob upload (CAPSA_PUSH_CHUNK_BYTES): a chunk lost
+  // to a dropped connection is all that is sent again.
+  std::uint64_t upload_chunk_bytes = 64 << 20;
   // Concurrent blob downloads in fetch_blobs().
   int parallel_downloads = 8;
   // Warnings (retries, resumes), possibly from several download threads at once. Never

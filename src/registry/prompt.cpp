@@ -73,6 +73,19 @@ Credentials prompt_for_credentials(int in_fd, int out_fd, const std::string& reg
   return credentials;
 }
 
+std::string prompt_for_password_on_tty(const std::string& prompt) {
+  UniqueFd tty(::open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY));
+  if (!tty) throw Error("no password given and no terminal to ask for one on (use --password-stdin)");
+  std::string password;
+  {
+    EchoOff quiet(tty.get());
+    say(tty.get(), prompt);
+    password = read_line(tty.get());
+  }
+  if (password.empty()) throw Error("a password is required");
+  return password;
+}
+
 Credentials prompt_for_credentials_on_tty(const std::string& registry) {
   UniqueFd tty(::open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY));
   if (!tty) throw_errno("--docker-login needs a terminal: /dev/tty");

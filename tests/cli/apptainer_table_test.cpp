@@ -67,15 +67,21 @@ void check_evidence(const Row& row) {
       << where(row) << ": no test " << test_name << " in " << file;
 }
 
+// `capsa help COMMAND [SUBCOMMAND]`: a subcommand's row names it as "registry login".
+std::vector<std::string> help_for(const std::string& command) {
+  std::vector<std::string> args = {test::capsa_binary(), "help"};
+  for (const std::string& word : split(command, ' ')) args.push_back(word);
+  return args;
+}
+
 void check_implemented(const Row& row, const std::string& command) {
   check_evidence(row);
   if (row.flag == "-") {
-    auto help = run_process({test::capsa_binary(), "help", command});
+    auto help = run_process(help_for(command));
     EXPECT_EQ(help.exit_code, 0) << where(row) << ": " << help.err;
     return;
   }
-  auto help = command == "global" ? run_process({test::capsa_binary(), "--help"})
-                                  : run_process({test::capsa_binary(), "help", command});
+  auto help = command == "global" ? run_process({test::capsa_binary(), "--help"}) : run_process(help_for(command));
   // CLI11 lists "-s,--silent" or "--silent TEXT": the long name followed by a blank or comma.
   const std::string name = long_name(row.flag);
   bool listed = false;
@@ -90,14 +96,16 @@ void check_implemented(const Row& row, const std::string& command) {
 void check_refused(const Row& row, const std::string& command) {
   const std::string missing = "/nonexistent/apptainer-table.sif";
   std::vector<std::string> args = {test::capsa_binary()};
+  const std::vector<std::string> words = split(command, ' ');
   if (row.flag == "-") {
-    args.push_back(command);
+    args.insert(args.end(), words.begin(), words.end());
   } else if (command == "global") {
     args.insert(args.end(), {long_name(row.flag), "value", "exec", missing, "true"});
   } else {
     // "value" is the flag's value, or (for a flag without one) taken for the image: the
     // refusal must come first either way.
-    args.insert(args.end(), {command, long_name(row.flag), "value", missing, "true"});
+    args.insert(args.end(), words.begin(), words.end());
+    args.insert(args.end(), {long_name(row.flag), "value", missing, "true"});
   }
   auto result = run_process(args);
   EXPECT_EQ(result.exit_code, 1) << where(row) << " " << command << ": " << result.err;

@@ -23,6 +23,13 @@ CONFIG_FILE (JSON, re-read on every request; counters restart when it changes):
                  refresh_token grant with refresh token R); a token is refused after K uses
   corrupt_manifest: true                         a space appended to manifest bodies
   throttle:      {"bytes_per_second": N}         blob bodies sent at about this rate
+  cut_upload:    {"after_bytes": N, "count": N,  a blob upload's PATCH: connection closed
+                  "skip": K}                     after N bytes of its body, none of which
+                                                 reaches the registry (the first K PATCHes
+                                                 pass untouched; "cancel": true also
+                                                 deletes the upload in the registry)
+Uploads (POST, PATCH, PUT under /v2/) are passed through, their Location rewritten to the
+front.
 LOG_FILE gets one JSON line per request: listener, method, path, authorization (bool),
 range, status.
 """
@@ -98,6 +105,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def record(self, status):
         log({"listener": self.listener, "method": self.command, "path": self.path,
              "authorization": "Authorization" in self.headers, "range": self.headers.get("Range"),
+             "content_range": self.headers.get("Content-Range"),
              "accept": self.headers.get("Accept"),
              "status": status})
 
@@ -134,6 +142,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def do_POST(self):
         cfg = config()
+        if self.path.startswith("/v2/"):
+            return self.forward_upload(cfg)
         length = int(self.headers.get("Content-Length", "0"))
         form = urllib.parse.parse_qs(self.rfile.read(length).decode())
         expected = cfg.get("bearer", {}).get("refresh_token")
@@ -144,6 +154,59 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def do_HEAD(self):
         self.do_GET()
+
+    def do_PATCH(self):
+        self.forward_upload(config())
+
+    def do_PUT(self):
+        self.forward_upload(config())
+
+    def front_url(self):
+        return "http://127.0.0.1:%d" % self.server.server_address[1]
+
+    def forward_upload(self, cfg):
+        length = int(self.headers.get("Content-Length", "0"))
+        if not self.authorised(cfg):
+            self.close_connection = True  # the body is left unread
+            return
+        cut = None
+        if self.command == "PATCH" and config().get("cut_upload"):
+            with LOCK:
+                seen = STATE["counters"].get("patches", 0)
+                STATE["counters"]["patches"] = seen + 1
+            if seen >= config()["cut_upload"].get("skip", 0):
+                cut = take("cut_upload")
+        if cut:
+            self.rfile.read(min(length, cut.get("after_bytes", 0)))
+            if cut.get("cancel"):
+                try:
+                    urllib.request.urlopen(urllib.request.Request(UPSTREAM + self.path, method="DELETE"), timeout=30)
+                except urllib.error.HTTPError:
+                    pass
+            self.record(0)
+            self.close_connection = True
+            return
+        body = self.rfile.read(length) if length else b""
+        request = urllib.request.Request(UPSTREAM + self.path, data=body, method=self.command)
+        for name in ("Content-Type", "Content-Range"):
+            if name in self.headers:
+                request.add_header(name, self.headers[name])
+        try:
+            upstream = urllib.request.urlopen(request, timeout=30)
+        except urllib.error.HTTPError as error:
+            upstream = error
+        answer = upstream.read()
+        status = upstream.status if hasattr(upstream, "status") else upstream.code
+        self.answer(status, answer, self.passed_headers(upstream))
+
+    def passed_headers(self, upstream):
+        names = ("content-type", "docker-content-digest", "content-range", "www-authenticate", "location", "range",
+                 "docker-upload-uuid")
+        headers = {k: v for k, v in upstream.headers.items() if k.lower() in names}
+        for name in list(headers):
+            if name.lower() == "location":
+                headers[name] = headers[name].replace(UPSTREAM, self.front_url())
+        return headers
 
     def do_GET(self):
         cfg = config()
@@ -175,8 +238,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         except http.client.IncompleteRead as short:  # distribution's 416 overstates its length
             body = short.partial
         status = upstream.status if hasattr(upstream, "status") else upstream.code
-        headers = {k: v for k, v in upstream.headers.items()
-                   if k.lower() in ("content-type", "docker-content-digest", "content-range", "www-authenticate")}
+        headers = self.passed_headers(upstream)
         if "/manifests/" in self.path:
             if cfg.get("manifest_content_type"):
                 headers["Content-Type"] = cfg["manifest_content_type"]

@@ -19,6 +19,7 @@ interface. Secrets (API key, Basic password) reach servers through files and the
 environment only, never argv.
 """
 import datetime
+import hashlib
 import ipaddress
 import json
 import os
@@ -282,6 +283,16 @@ def write_env(state, ports):
     write_file(os.path.join(state, "env.json"), json.dumps(values, indent=1) + "\n", 0o644)
 
 
+def servers_version(ports):
+    """The ports and the servers' code: running servers are reused only while both match
+    (a changed token_service.py must not keep answering from an old process)."""
+    digest = hashlib.sha256()
+    for name in ("testregistry.py", "token_service.py"):
+        with open(os.path.join(HERE, name), "rb") as f:
+            digest.update(f.read())
+    return dict(ports, code=digest.hexdigest())
+
+
 def start(state):
     os.makedirs(state, exist_ok=True)
     # The unprivileged test user reads env, ca.pem and the logs; keys stay 0600.
@@ -294,7 +305,7 @@ def start(state):
     except (OSError, ValueError):
         recorded = None
     running = {name: running_pid(state, name) for name in SERVERS}
-    if recorded == ports and all(running.values()) and os.path.exists(os.path.join(state, "env.json")):
+    if recorded == servers_version(ports) and all(running.values()) and os.path.exists(os.path.join(state, "env.json")):
         for name in SERVERS:
             wait_until_answering(state, name, ports[name])
         print("testregistry: reusing the servers in %s" % state)
@@ -311,7 +322,7 @@ def start(state):
     processes = {name: spawn(state, name, ports) for name in SERVERS}
     for name in SERVERS:
         wait_until_answering(state, name, ports[name], processes[name])
-    write_file(ports_path, json.dumps(ports) + "\n")
+    write_file(ports_path, json.dumps(servers_version(ports)) + "\n")
     write_env(state, ports)
     print("testregistry: started plain %d, token %d, auth %d, basic %d (state %s)"
           % (ports["plain"], ports["token"], ports["auth"], ports["basic"], state))

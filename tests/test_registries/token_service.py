@@ -16,8 +16,9 @@ convention: user `$oauthtoken`, password = the API key. Grants:
     and a correct client fetches a new token and retries. Deterministic; a test picks a
     fresh ANYTHING so that parallel tests do not share the "first";
   * anything else: 401.
-Only `pull` is ever granted (the intersection of what is asked and what is allowed, as
-real token servers do); `?expires_in=N` shortens a token's life for direct tests.
+What is granted is the intersection of what is asked and what is allowed, as real token
+servers do: `pull`, plus `push` for `$oauthtoken` alone (the tests of `capsa push`);
+`?expires_in=N` shortens a token's life for direct tests.
 
 The response carries both `token` and `access_token` (clients accept either) and
 `expires_in`. Tokens are RS256 JWTs whose `x5c` header holds the signing certificate,
@@ -121,7 +122,7 @@ class TokenHandler(http.server.BaseHTTPRequestHandler):
             name, actions = parsed
             if account is None and not name.startswith("public/"):
                 return self.unauthorized("anonymous access to %s is not allowed" % name)
-            granted = [a for a in actions if a == "pull"]
+            granted = [a for a in actions if a == "pull" or (a == "push" and account == OAUTH_USER)]
             access.append({"type": "repository", "name": name, "actions": granted})
         if "expires_in" in query:
             if not query["expires_in"][0].isdigit():
