@@ -13,6 +13,7 @@
 #include "image/metadata.hpp"
 #include "runtime/bind_spec.hpp"
 #include "runtime/launch.hpp"
+#include "runtime/overlay_spec.hpp"
 #include "sif/image.hpp"
 #include "util/error.hpp"
 #include "util/log.hpp"
@@ -64,6 +65,7 @@ struct ActionFlags {
   std::vector<std::string> add_caps;
   std::vector<std::string> drop_caps;
   std::vector<std::string> security;
+  std::vector<std::string> overlays;
 };
 
 // --security seccomp:PROFILE (apptainer's other kinds, uid:, gid:, selinux: and
@@ -103,7 +105,6 @@ const std::vector<RefusedFlag>& refused_action_flags() {
   static const std::string later = "not in this version of capsa yet";
   static const std::vector<RefusedFlag> flags = {
       {"--app", true, later + "; SCIF apps run with `exec IMAGE /scif/apps/NAME/...`"},
-      {"-o,--overlay", true, later},
       {"-f,--fakeroot", false, later + "; `capsa build --fakeroot` builds as root-in-the-container"},
       {"--rocm", false, later},
       {"--fusemount", true, later},
@@ -206,6 +207,7 @@ runtime::ActionRequest request_from(const std::string& action, const ActionFlags
   r.capabilities.drop = list_flag(f.drop_caps, {"DROP_CAPS"});
   r.seccomp_profile = seccomp_profile_from(list_flag(f.security, {"SECURITY"}));
   r.libraries = list_flag(f.containlibs, {"CONTAINLIBS"});
+  r.overlays = runtime::parse_overlays(list_flag(f.overlays, {"OVERLAY", "OVERLAYIMAGE"}));
   r.namespaces.netns_path = !f.netns_path.empty() ? f.netns_path : env_value("NETNS_PATH").value_or("");
   if (!r.namespaces.netns_path.empty() && r.namespaces.net) {
     // Apptainer's words and choice: the existing namespace wins.
@@ -239,9 +241,14 @@ void add_action(CLI::App& app, const std::string& name, const std::string& descr
   cmd->add_option("-W,--workdir", flags->workdir, "Host directory backing /tmp and /var/tmp (and home with --contain)");
   cmd->add_flag("--nv", flags->nv, "Bring in the host's NVIDIA driver, tools and devices (also APPTAINER_NV)");
   cmd->add_flag("--nvccli", flags->nvccli, "Set up the NVIDIA driver with nvidia-container-cli (also APPTAINER_NVCCLI)");
+  cmd->add_option("-o,--overlay", flags->overlays,
+                  "PATH[:ro]: a persistent layer over the image: a directory, an ext3 image (capsa overlay create), "
+                  "a squashfs image or a SIF's overlay partition; writable unless :ro (repeatable, comma lists; also "
+                  "APPTAINER_OVERLAY)")
+      ->allow_extra_args(false);
   cmd->add_flag("--writable-tmpfs", flags->writable_tmpfs, "Let the container write, to a 64 MiB tmpfs discarded at exit");
   cmd->add_flag("-w,--writable", flags->writable,
-                "Run a sandbox directory read-write: writes land in it (also APPTAINER_WRITABLE)");
+                "Run a sandbox directory read-write, or write to a SIF's overlay partition (also APPTAINER_WRITABLE)");
   cmd->add_flag("-u,--userns", flags->userns, "Run in a user namespace also as root (anyone else always gets one)");
   cmd->add_flag("-d,--debug", flags->debug, "Print the mount plan");
   cmd->add_flag("-q,--quiet", flags->quiet, "No progress output when a docker:// image is pulled first");

@@ -41,7 +41,7 @@ void add_help_command(CLI::App& app) {
 // itself. The first group is planned; the second cannot mean anything for capsa.
 bool reject_unimplemented(const capsa::cli::Invocation& inv) {
   static const std::vector<std::string> planned = {"instance",  "sign",   "verify",   "push",    "key",
-                                                   "keyserver", "remote", "registry", "overlay", "config",
+                                                   "keyserver", "remote", "registry", "config",
                                                    "search",    "delete", "buildcfg"};
   static const std::vector<std::pair<std::string, std::string>> never = {
       {"capability", "capsa never gives containers capabilities through a setuid helper"},
@@ -89,6 +89,7 @@ int main(int argc, char** argv) {
   capsa::cli::add_action_commands(app);
   capsa::cli::add_pull_command(app);
   capsa::cli::add_build_command(app);
+  capsa::cli::add_overlay_command(app);
   add_help_command(app);
   capsa::cli::add_completion_command(app);
   capsa::cli::add_man_pages_command(app);
