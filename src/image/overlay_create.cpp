@@ -142,7 +142,8 @@ void create_overlay(const std::string& image, const OverlayCreateOptions& option
   RemoveOnExit remove_staging{staging};
   const std::vector<std::string> made = stage_layout(staging, options);
 
-  run_tool({mkfs, "-q", "-d", staging, file}, "creating the ext3 overlay " + image);
+  // nodiscard: mke2fs would punch the allocated blocks out of the file again.
+  run_tool({mkfs, "-q", "-E", "nodiscard", "-d", staging, file}, "creating the ext3 overlay " + image);
   if (options.fakeroot && ::geteuid() != 0) {
     // Root of a --fakeroot container owns them, as when Apptainer makes them in a
     // root-mapped user namespace.

@@ -282,7 +282,11 @@ void mount_root_overlay(const RootLayout& layout, const std::string& points, con
   }
   FuseProgram program;
   program.name = "fuse-overlayfs";
-  program.args = {"-f", "-o", options + ",nosuid,nodev", root};
+  // writeback=0: every write reaches the layer below when it is made, not when the
+  // kernel's cache is flushed, which would be after fuse-overlayfs has gone. noacl: it
+  // would pass the kernel's POSIX ACL queries to the lower layers, and the session
+  // tmpfs answers EOPNOTSUPP, which fails every permission check.
+  program.args = {"-f", "-o", options + ",writeback=0,noacl,nosuid,nodev", root};
   program.mount_point = root;
   program.log = layout.session + "/logs/fuse-overlayfs.log";
   mount_with_fuse_program(program);

@@ -2,7 +2,9 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sched.h>
 #include <sys/capability.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -32,11 +34,13 @@ void keep_mount_capability() {
   if (::geteuid() == 0) return;
   cap_t caps = cap_get_proc();
   if (caps == nullptr) return;
-  cap_value_t admin = CAP_SYS_ADMIN;
-  cap_set_flag(caps, CAP_INHERITABLE, 1, &admin, CAP_SET);
+  // SYS_ADMIN to mount; DAC_OVERRIDE as Apptainer gives fuse-overlayfs
+  // (containers/fuse-overlayfs#414): copying up a directory of the image it may not write.
+  const cap_value_t kept[] = {CAP_SYS_ADMIN, CAP_DAC_OVERRIDE};
+  cap_set_flag(caps, CAP_INHERITABLE, 2, kept, CAP_SET);
   cap_set_proc(caps);
   cap_free(caps);
-  ::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, CAP_SYS_ADMIN, 0, 0);
+  for (cap_value_t cap : kept) ::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, cap, 0, 0);
 }
 
 bool exited(pid_t pid) {
@@ -64,6 +68,15 @@ void mount_with_fuse_program(const FuseProgram& program) {
                 " package, or run as root)");
   struct stat before {};
   if (::stat(program.mount_point.c_str(), &before) != 0) throw_errno(program.mount_point);
+  // The program runs in a mount namespace of its own (a copy of the container's, made
+  // before pivot_root): when it unmounts at the end it resolves its mount point there,
+  // never through the container's root, which may lie on its own file system and
+  // would deadlock it. Its mount reaches the container through a shared mount point.
+  if (::mount(program.mount_point.c_str(), program.mount_point.c_str(), nullptr, MS_BIND, nullptr) != 0 ||
+      ::mount(nullptr, program.mount_point.c_str(), nullptr, MS_SHARED, nullptr) != 0)
+    throw_errno("sharing " + program.mount_point + " with " + program.name);
+  UniqueFd shared(::open(program.mount_point.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));  // that bind itself
+  if (!shared) throw_errno(program.mount_point);
   UniqueFd log(::open(program.log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
   if (!log) throw_errno(program.log);
   std::vector<std::string> argv = {program.name};
@@ -72,6 +85,7 @@ void mount_with_fuse_program(const FuseProgram& program) {
   Process server = Process::start(
       [&] {
         ::setsid();
+        if (::unshare(CLONE_NEWNS) != 0) return 126;
         int null_fd = ::open("/dev/null", O_RDWR);
         ::dup2(null_fd, STDIN_FILENO);
         ::dup2(null_fd, STDOUT_FILENO);
@@ -100,6 +114,12 @@ void mount_with_fuse_program(const FuseProgram& program) {
       throw Error(program.name + " did not mount " + program.mount_point + " within 10 s: " + tail_of(program.log));
     std::this_thread::sleep_for(pause);
   }
+  // Nothing mounted later below it is the program's business (and pivot_root refuses a
+  // shared root).
+  const std::string below = "/proc/self/fd/" + std::to_string(shared.get());
+  if (::mount(nullptr, program.mount_point.c_str(), nullptr, MS_PRIVATE | MS_REC, nullptr) != 0 ||
+      ::mount(nullptr, below.c_str(), nullptr, MS_PRIVATE, nullptr) != 0)
+    throw_errno("making " + program.mount_point + " private");
   server.release();  // it lives as long as the container (parent-death signal)
 }
 

@@ -10,7 +10,10 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <chrono>
 #include <fstream>
+#include <iterator>
+#include <thread>
 #include <sstream>
 
 #include "util/error.hpp"
@@ -19,10 +22,11 @@
 namespace capsa::runtime {
 namespace {
 
-// The pid /proc/locks gives for the flock on (dev, ino) — the process that took it, which
+// The pid /proc/locks gives for a flock on (dev, ino) that conflicts with the one wanted
+// (any, for an exclusive lock; a WRITE lock, for a shared one) — the process that took it, which
 // is the container's own process (capsa executes the command in the process that locked)
 // — or -1. Its device is printed as hex major:minor.
-long lock_holder(const struct stat& locked) {
+long lock_holder(const struct stat& locked, bool writable) {
   std::ifstream locks("/proc/locks");
   std::string line;
   while (std::getline(locks, line)) {
@@ -31,6 +35,7 @@ long lock_holder(const struct stat& locked) {
     std::string id, kind, advisory, mode, device;
     long pid = -1;
     if (!(fields >> id >> kind >> advisory >> mode >> pid >> device) || kind != "FLOCK") continue;
+    if (!writable && mode != "WRITE") continue;
     unsigned major = 0, minor = 0;
     unsigned long long inode = 0;
     if (std::sscanf(device.c_str(), "%x:%x:%llu", &major, &minor, &inode) != 3) continue;
@@ -39,18 +44,35 @@ long lock_holder(const struct stat& locked) {
   return -1;
 }
 
+// Whether `pid` is a live process (not gone, not a zombie waiting to be reaped).
+bool alive(long pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  auto paren = text.rfind(')');
+  return paren != std::string::npos && paren + 2 < text.size() && text[paren + 2] != 'Z';
+}
+
 }  // namespace
 
 OverlayLock OverlayLock::take(const std::string& path, bool writable) {
   OverlayLock lock;
   lock.fd_.reset(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!lock.fd_) throw_errno("--overlay " + path);
+  struct stat st {};
+  if (::fstat(lock.fd_.get(), &st) != 0) throw_errno("--overlay " + path);
+  // A container that has just ended still holds its lock for a moment: its holder gets
+  // its parent-death signal, its fuse2fs writes back and exits. That is waited for (the
+  // process that took the lock is gone); a live holder is refused at once.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   while (::flock(lock.fd_.get(), (writable ? LOCK_EX : LOCK_SH) | LOCK_NB) != 0) {
     if (errno == EINTR) continue;
     if (errno != EWOULDBLOCK) throw_errno("locking the overlay " + path);
-    struct stat st {};
-    long holder = ::fstat(lock.fd_.get(), &st) == 0 ? lock_holder(st) : -1;
-    std::string who = holder > 0 ? "process " + std::to_string(holder) : "another process";
+    const long holder = lock_holder(st, writable);
+    if ((holder <= 0 || !alive(holder)) && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      continue;
+    }
+    std::string who = holder > 0 ? "process " + std::to_string(holder) : "a container that is ending";
     throw Error("overlay " + path + " is in use by another container (" + who + ")" +
                 (writable ? ": a writable overlay has one user at a time (add :ro to share it read-only, or wait)"
                           : " that writes to it: wait until it ends"));

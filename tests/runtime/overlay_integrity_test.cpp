@@ -35,14 +35,15 @@ class OverlayIntegrity : public ::testing::Test, protected test::PrivateContaine
   std::vector<std::string> env() const { return {"CAPSA_SESSION_DIR=" + session, marker}; }
   test::ProcessResult run(const std::vector<std::string>& args) { return capsa(args, env(), "", work.path()); }
   // `capsa exec ... sh -c SCRIPT` in the background, in a process group of its own.
-  std::unique_ptr<test::Background> start(const std::vector<std::string>& flags, const std::string& script) {
+  std::unique_ptr<test::Background> start(const std::vector<std::string>& flags, const std::string& script,
+                                          const std::string& name = "background") {
     std::vector<std::string> argv = {"env"};
     for (const auto& e : env()) argv.push_back(e);
     argv.push_back(test::capsa_binary());
     argv.push_back("exec");
     argv.insert(argv.end(), flags.begin(), flags.end());
     argv.insert(argv.end(), {image, "sh", "-c", script});
-    return std::make_unique<test::Background>(argv, work / "background.err", true);
+    return std::make_unique<test::Background>(argv, work / (name + ".err"), true);
   }
   // Waits for a file the container makes (under the test's folder, which /tmp shows).
   bool appears(const std::string& path) {
@@ -75,12 +76,18 @@ TEST_F(OverlayIntegrity, ASecondWriterIsRefusedNamingTheOverlayAndTheHolder) {
 
 TEST_F(OverlayIntegrity, ReadOnlyUsersShareItAndKeepWritersOut) {
   ASSERT_EQ(run({"exec", "--overlay", img, image, "sh", "-c", "echo shared > /shared"}).exit_code, 0);
-  auto first = start({"--overlay", img + ":ro"}, "cat /shared > " + work / "first" + " && exec sleep 60");
-  auto second = start({"--overlay", img + ":ro"}, "cat /shared > " + work / "second" + " && exec sleep 60");
-  ASSERT_TRUE(appears(work / "first")) << test::read_file(work / "background.err");
-  ASSERT_TRUE(appears(work / "second")) << test::read_file(work / "background.err");
-  EXPECT_TRUE(test::eventually([&] { return test::read_file(work / "second") == "shared\n"; }, 10));
+  auto first = start({"--overlay", img + ":ro"},
+                     "cat /shared > " + work / "first.tmp" + " && mv " + work / "first.tmp" + " " + work / "first" +
+                         " && exec sleep 60",
+                     "first");
+  auto second = start({"--overlay", img + ":ro"},
+                      "cat /shared > " + work / "second.tmp" + " && mv " + work / "second.tmp" + " " +
+                          work / "second" + " && exec sleep 60",
+                      "second");
+  ASSERT_TRUE(appears(work / "first")) << test::read_file(work / "first.err");
+  ASSERT_TRUE(appears(work / "second")) << test::read_file(work / "second.err");
   EXPECT_EQ(test::read_file(work / "first"), "shared\n");
+  EXPECT_EQ(test::read_file(work / "second"), "shared\n");
   auto writer = run({"exec", "--overlay", img, image, "true"});
   EXPECT_EQ(writer.exit_code, 1);
   EXPECT_NE(writer.err.find("capsa: error: overlay " + img + " is in use by another container (process "),
