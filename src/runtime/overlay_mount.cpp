@@ -46,9 +46,13 @@ void mount_ext3_with_kernel(const OverlayImage& image, const std::string& target
   LoopDevice loop = image.writable ? attach_writable_loop(backing.get(), image.path, image.offset, size)
                                    : attach_read_only_loop(backing.get(), image.path, image.offset, size);
   const unsigned long flags = kLayerFlags | (image.writable ? 0 : MS_RDONLY);
-  if (::mount(loop.path.c_str(), target.c_str(), "ext3", flags, nullptr) == 0) return;
-  // Read-only, a journal left to replay cannot be replayed: read what is there.
-  if (!image.writable && ::mount(loop.path.c_str(), target.c_str(), "ext3", flags, "noload") == 0) return;
+  // "ext3" needs a journal; a partition made without one (mkfs.ext3 of a tiny file) is
+  // mounted by the ext4 driver, which takes any ext2/3 file system.
+  for (const char* type : {"ext3", "ext4"}) {
+    if (::mount(loop.path.c_str(), target.c_str(), type, flags, nullptr) == 0) return;
+    // Read-only, a journal left to replay cannot be replayed: read what is there.
+    if (!image.writable && ::mount(loop.path.c_str(), target.c_str(), type, flags, "noload") == 0) return;
+  }
   throw_errno("mounting the ext3 overlay " + image.path + " from " + loop.path);
 }
 
