@@ -26,8 +26,9 @@ void add_create(CLI::App& overlay) {
   cmd->add_option("--create-dir", flags->options.create_dirs, "Directory to create under upper/ (repeatable)")
       ->allow_extra_args(false);
   cmd->add_option("image", flags->image, "The new image file, or an existing SIF")->required();
-  cmd->footer("Use it with `capsa exec --overlay IMAGE ...` (writable; IMAGE:ro to share it read-only), or, for a "
-              "SIF, `capsa exec --writable IMAGE ...`.");
+  cmd->footer(
+      "Use it with `capsa exec --overlay IMAGE ...` (writable; IMAGE:ro to share it read-only), or, for a "
+      "SIF, `capsa exec --writable IMAGE ...`.");
   cmd->callback([flags] { image::create_overlay(flags->image, flags->options, now_for_images()); });
 }
 

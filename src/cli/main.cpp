@@ -40,9 +40,8 @@ void add_help_command(CLI::App& app) {
 // plainly instead of a parser error, so a job script fails with a message that explains
 // itself. The first group is planned; the second cannot mean anything for capsa.
 bool reject_unimplemented(const capsa::cli::Invocation& inv) {
-  static const std::vector<std::string> planned = {"instance",  "sign",   "verify",   "push",    "key",
-                                                   "keyserver", "remote", "registry", "config",
-                                                   "search",    "delete", "buildcfg"};
+  static const std::vector<std::string> planned = {"instance", "sign",     "verify", "push",   "key",    "keyserver",
+                                                   "remote",   "registry", "config", "search", "delete", "buildcfg"};
   static const std::vector<std::pair<std::string, std::string>> never = {
       {"capability", "capsa never gives containers capabilities through a setuid helper"},
       {"checkpoint", "capsa has no DMTCP checkpointing"},

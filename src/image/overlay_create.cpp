@@ -74,9 +74,13 @@ void check_existing_sif(const std::string& path) {
     if (d.data_type == sif::DataType::Signature)
       throw Error("SIF image " + path + " is signed: could not add writable overlay");
     if (d.data_type == sif::DataType::Partition && d.partition().part_type == sif::PartType::Overlay &&
-        d.partition().fs_type == sif::FsType::Ext3)
-      throw Error("a writable overlay partition already exists in " + path + " (ID: " + std::to_string(d.id) +
-                  "), delete it first with \"capsa sif del " + std::to_string(d.id) + " " + path + "\"");
+        d.partition().fs_type == sif::FsType::Ext3) {
+      const std::string id = std::to_string(d.id);
+      std::string message = "a writable overlay partition already exists in " + path;
+      message.append(" (ID: ").append(id).append("), delete it first with \"capsa sif del ").append(id);
+      message.append(" ").append(path).append("\"");
+      throw Error(message);
+    }
   }
 }
 
@@ -150,7 +154,8 @@ void create_overlay(const std::string& image, const OverlayCreateOptions& option
     const std::string requests_file = staging + "/debugfs-requests";
     {
       std::string requests;
-      for (const std::string& dir : made) requests += "sif " + dir + " uid 0\nsif " + dir + " gid 0\n";
+      for (const std::string& dir : made)
+        requests.append("sif ").append(dir).append(" uid 0\nsif ").append(dir).append(" gid 0\n");
       UniqueFd out(::open(requests_file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
       if (!out || ::write(out.get(), requests.data(), requests.size()) != static_cast<ssize_t>(requests.size()))
         throw_errno("writing " + requests_file);

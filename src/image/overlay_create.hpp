@@ -13,10 +13,10 @@
 namespace capsa::image {
 
 struct OverlayCreateOptions {
-  std::int64_t size_mib = 64;           // at least 64, as in Apptainer
-  bool sparse = false;                  // a sparse file instead of allocated zeros
-  bool fakeroot = false;                // upper/ and work/ owned by root, for --fakeroot runs
-  std::vector<std::string> create_dirs; // made under upper/
+  std::int64_t size_mib = 64;            // at least 64, as in Apptainer
+  bool sparse = false;                   // a sparse file instead of allocated zeros
+  bool fakeroot = false;                 // upper/ and work/ owned by root, for --fakeroot runs
+  std::vector<std::string> create_dirs;  // made under upper/
 };
 
 // Throws Error (naming the image) when it exists and is not a SIF that can take an

@@ -274,8 +274,8 @@ void mount_root_overlay(const RootLayout& layout, const std::string& points, con
       throw_errno("mounting the container's overlay (" +
                   std::string(layout.writable_tmpfs ? "--writable-tmpfs" : "read-only") + ")");
     }
-    log::verbose({"the kernel's overlayfs refused the writable overlay (", std::strerror(err),
-                  "): using fuse-overlayfs"});
+    log::verbose(
+        {"the kernel's overlayfs refused the writable overlay (", std::strerror(err), "): using fuse-overlayfs"});
     // A refused attempt may leave its own work directory behind, mode 0: fuse-overlayfs
     // reuses it.
     ::chmod((work + "/work").c_str(), 0700);

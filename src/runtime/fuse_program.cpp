@@ -1,8 +1,8 @@
 #include "runtime/fuse_program.hpp"
 
 #include <fcntl.h>
-#include <signal.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/capability.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>

@@ -132,7 +132,9 @@ std::vector<OverlayImage> overlay_layers(const ActionRequest& r, const OpenedSqu
     if (r.writable && !own.writable) {
       throw Error(sif->image.path() +
                   ": --writable needs a writable overlay partition and this SIF has none (add one with `capsa overlay "
-                  "create " + sif->image.path() + "`, or use --writable-tmpfs for a temporary writable layer discarded "
+                  "create " +
+                  sif->image.path() +
+                  "`, or use --writable-tmpfs for a temporary writable layer discarded "
                   "at exit, or a sandbox directory)");
     }
     if (r.writable && ::access(own.path.c_str(), W_OK) != 0) throw_errno("--writable: " + own.path);

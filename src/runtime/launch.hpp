@@ -39,7 +39,7 @@ struct ActionRequest {
   bool cleanenv = false;
   bool no_home = false;
   bool writable_tmpfs = false;
-  bool writable = false;           // --writable: a sandbox read-write, or a SIF's ext3 overlay partition
+  bool writable = false;              // --writable: a sandbox read-write, or a SIF's ext3 overlay partition
   std::vector<OverlaySpec> overlays;  // -o/--overlay, in the order given
   std::vector<std::string> no_mount;  // --no-mount values (comma lists allowed)
   bool nv = false;                 // --nv: the host's NVIDIA driver (docs/gpu.md)

@@ -143,7 +143,8 @@ LoopDevice attach_writable_loop(int backing_fd, const std::string& file, std::ui
   // Two read-write mounts of one ext3 corrupt it: wait (a while) for the previous
   // writer's device to clear before attaching another.
   for (int waited = 0; writable_device_maps(backing, offset); ++waited) {
-    if (waited == 500) throw Error(file + " is still attached read-write to a loop device (by a container that ended?)");
+    if (waited == 500)
+      throw Error(file + " is still attached read-write to a loop device (by a container that ended?)");
     ::usleep(10000);
   }
   UniqueFd lock = lock_loop_setup();

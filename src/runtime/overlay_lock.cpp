@@ -9,12 +9,12 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdio>
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <iterator>
-#include <thread>
 #include <sstream>
+#include <thread>
 
 #include "util/error.hpp"
 #include "util/process.hpp"
@@ -73,9 +73,11 @@ OverlayLock OverlayLock::take(const std::string& path, bool writable) {
       continue;
     }
     std::string who = holder > 0 ? "process " + std::to_string(holder) : "a container that is ending";
-    throw Error("overlay " + path + " is in use by another container (" + who + ")" +
-                (writable ? ": a writable overlay has one user at a time (add :ro to share it read-only, or wait)"
-                          : " that writes to it: wait until it ends"));
+    std::string message = "overlay " + path;
+    message.append(" is in use by another container (").append(who);
+    message += writable ? "): a writable overlay has one user at a time (add :ro to share it read-only, or wait)"
+                        : ") that writes to it: wait until it ends";
+    throw Error(message);
   }
   return lock;
 }
@@ -83,6 +85,7 @@ OverlayLock OverlayLock::take(const std::string& path, bool writable) {
 void hold_for_container(const std::vector<OverlayLock>& locks) {
   if (locks.empty()) return;
   std::vector<int> locked;
+  locked.reserve(locks.size());
   for (const OverlayLock& lock : locks) locked.push_back(lock.fd());
   Process holder = Process::start(
       [&locked] {

@@ -83,7 +83,8 @@ void repair_ext3_if_needed(const OverlayImage& image) {
     if (read_ext3_superblock(fd.get(), image.offset).clean) return;
   }
   const std::string e2fsck = find_system_program("e2fsck");
-  if (e2fsck.empty()) throw Error("overlay " + image.path + " needs checking and e2fsck was not found (install e2fsprogs)");
+  if (e2fsck.empty())
+    throw Error("overlay " + image.path + " needs checking and e2fsck was not found (install e2fsprogs)");
   log::info("overlay " + image.path + " was not unmounted cleanly: checking it with e2fsck");
   Captured preen = run_captured(Command{{e2fsck, "-p", e2fs_name(image)}}, "");
   // 0: clean, 1: repaired, 2: repaired (reboot advised, meaningless here); 4 and up: needs -y.
@@ -105,7 +106,9 @@ OverlayLayers mount_overlays(const std::vector<OverlayImage>& images, const std:
     const std::string target = session + "/overlays/" + std::to_string(i);
     if (::mkdir(target.c_str(), 0755) != 0) throw_errno(target);
     switch (image.kind) {
-      case OverlayKind::Directory: bind_directory(image, target); break;
+      case OverlayKind::Directory:
+        bind_directory(image, target);
+        break;
       case OverlayKind::Ext3:
         if (image.writable) repair_ext3_if_needed(image);
         if (privileged)

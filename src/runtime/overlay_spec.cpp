@@ -128,11 +128,13 @@ OverlayImage examine_overlay(const OverlaySpec& spec) {
       try {
         partition = overlay_partition_of(sif::Image::open(image.path), spec.writable);
       } catch (const FormatError&) {
-        throw Error("--overlay " + spec.path +
-                    ": not a directory, an ext3 image, a squashfs image or a SIF (make one with `capsa overlay create`)");
+        throw Error(
+            "--overlay " + spec.path +
+            ": not a directory, an ext3 image, a squashfs image or a SIF (make one with `capsa overlay create`)");
       }
       if (partition.path.empty())
-        throw Error("--overlay " + spec.path + ": this SIF has no overlay partition (add one with `capsa overlay create`)");
+        throw Error("--overlay " + spec.path +
+                    ": this SIF has no overlay partition (add one with `capsa overlay create`)");
       image = partition;
       can_write = image.kind == OverlayKind::Ext3;
     }

@@ -26,11 +26,11 @@ std::vector<OverlaySpec> parse_overlays(const std::vector<std::string>& values);
 
 struct OverlayImage {
   OverlayKind kind = OverlayKind::Directory;
-  std::string path;           // absolute
-  std::uint64_t offset = 0;   // of the file system in the file (a SIF partition)
-  std::uint64_t size = 0;     // 0: to the end of the file
+  std::string path;          // absolute
+  std::uint64_t offset = 0;  // of the file system in the file (a SIF partition)
+  std::uint64_t size = 0;    // 0: to the end of the file
   bool writable = false;
-  bool in_sif = false;        // the partition of a SIF
+  bool in_sif = false;  // the partition of a SIF
 };
 
 // Finds what `spec` names and whether it can be written: a layer asked to be writable
@@ -44,8 +44,8 @@ OverlayImage sif_overlay_partition(const sif::Image& image, bool writable);
 
 // The fields of an ext2/3/4 super block capsa needs, read at `offset` of `fd`.
 struct Ext3Superblock {
-  bool valid = false;          // the ext magic, and only features ext3 has (Apptainer's check)
-  bool clean = false;          // unmounted cleanly, no errors recorded, no journal to replay
+  bool valid = false;  // the ext magic, and only features ext3 has (Apptainer's check)
+  bool clean = false;  // unmounted cleanly, no errors recorded, no journal to replay
 };
 Ext3Superblock read_ext3_superblock(int fd, std::uint64_t offset);
 

@@ -40,7 +40,7 @@ class OverlayIntegrity : public ::testing::Test, protected test::PrivateContaine
     std::vector<std::string> argv = {"env"};
     for (const auto& e : env()) argv.push_back(e);
     argv.push_back(test::capsa_binary());
-    argv.push_back("exec");
+    argv.emplace_back("exec");
     argv.insert(argv.end(), flags.begin(), flags.end());
     argv.insert(argv.end(), {image, "sh", "-c", script});
     return std::make_unique<test::Background>(argv, work / (name + ".err"), true);
@@ -81,8 +81,8 @@ TEST_F(OverlayIntegrity, ReadOnlyUsersShareItAndKeepWritersOut) {
                          " && exec sleep 60",
                      "first");
   auto second = start({"--overlay", img + ":ro"},
-                      "cat /shared > " + work / "second.tmp" + " && mv " + work / "second.tmp" + " " +
-                          work / "second" + " && exec sleep 60",
+                      "cat /shared > " + work / "second.tmp" + " && mv " + work / "second.tmp" + " " + work / "second" +
+                          " && exec sleep 60",
                       "second");
   ASSERT_TRUE(appears(work / "first")) << test::read_file(work / "first.err");
   ASSERT_TRUE(appears(work / "second")) << test::read_file(work / "second.err");
@@ -101,8 +101,9 @@ TEST_F(OverlayIntegrity, ReadOnlyUsersShareItAndKeepWritersOut) {
 
 TEST_F(OverlayIntegrity, AContainerKilledMidWriteLeavesAnOverlayFsckAcceptsAndTheNextRunMounts) {
   auto writer = start({"--overlay", img},
-                      "touch " + work / "ready" + "; i=0; while :; do i=$((i+1)); mkdir -p /data/$i; "
-                      "echo $i > /data/$i/f; dd if=/dev/zero of=/data/$i/blob bs=4k count=8 2>/dev/null; done");
+                      "touch " + work / "ready" +
+                          "; i=0; while :; do i=$((i+1)); mkdir -p /data/$i; "
+                          "echo $i > /data/$i/f; dd if=/dev/zero of=/data/$i/blob bs=4k count=8 2>/dev/null; done");
   ASSERT_TRUE(appears(work / "ready")) << test::read_file(work / "background.err");
   ::usleep(500000);
   writer->signal_group(SIGKILL);  // the container and everything in its group, mid-write
@@ -130,8 +131,8 @@ TEST_F(OverlayIntegrity, AnOverlayLeftUncleanIsRepairedBeforeItIsMountedWritable
 }
 
 TEST_F(OverlayIntegrity, AFullOverlayIsNoSpaceInsideAndStaysUsable) {
-  auto full = run({"exec", "--overlay", img, image, "sh", "-c",
-                   "dd if=/dev/zero of=/big bs=1M count=100 2>&1; echo status=$?"});
+  auto full = run(
+      {"exec", "--overlay", img, image, "sh", "-c", "dd if=/dev/zero of=/big bs=1M count=100 2>&1; echo status=$?"});
   EXPECT_EQ(full.exit_code, 0) << full.err;
   EXPECT_NE(full.out.find("No space left on device"), std::string::npos) << full.out;
   EXPECT_NE(full.out.find("status=1"), std::string::npos) << full.out;

@@ -29,10 +29,12 @@ class OverlaySif : public ::testing::Test, protected test::PrivateContainers {
 };
 
 TEST_F(OverlaySif, WritableWritesIntoThePartitionAndLaterRunsSeeItReadOnly) {
-  auto wrote = run({"exec", "--writable", image, "sh", "-c", "mkdir -p /opt/tool && echo in-sif > /opt/tool/f && echo ok"});
+  auto wrote =
+      run({"exec", "--writable", image, "sh", "-c", "mkdir -p /opt/tool && echo in-sif > /opt/tool/f && echo ok"});
   ASSERT_EQ(wrote.exit_code, 0) << wrote.err;
   EXPECT_EQ(wrote.out, "ok\n");
-  auto read = run({"exec", image, "sh", "-c", "cat /opt/tool/f; touch /opt/tool/g 2>/dev/null && echo WROTE || echo REFUSED"});
+  auto read =
+      run({"exec", image, "sh", "-c", "cat /opt/tool/f; touch /opt/tool/g 2>/dev/null && echo WROTE || echo REFUSED"});
   EXPECT_EQ(read.exit_code, 0) << read.err;
   EXPECT_EQ(read.out, "in-sif\nREFUSED\n");
   auto again = run({"exec", "--writable", image, "sh", "-c", "cat /opt/tool/f && rm /opt/tool/f && echo gone"});

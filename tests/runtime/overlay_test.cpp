@@ -46,7 +46,8 @@ class Overlay : public ::testing::Test, protected test::PrivateContainers {
 TEST_F(Overlay, ADirectoryKeepsWhatOneRunWroteForTheNext) {
   const std::string dir = overlay("persist");
   fs::create_directory(dir);
-  auto wrote = run({"exec", "--overlay", dir, image, "sh", "-c", "mkdir -p /opt/env && echo one > /opt/env/f && echo ok"});
+  auto wrote =
+      run({"exec", "--overlay", dir, image, "sh", "-c", "mkdir -p /opt/env && echo one > /opt/env/f && echo ok"});
   ASSERT_EQ(wrote.exit_code, 0) << wrote.err;
   EXPECT_EQ(wrote.out, "ok\n");
   EXPECT_EQ(test::read_file(dir + "/upper/opt/env/f"), "one\n") << "Apptainer's layout: DIR/upper and DIR/work";
@@ -78,13 +79,15 @@ TEST_F(Overlay, AnApptainerExt3ImageKeepsWritesOwnedAsApptainerWould) {
   const std::string whiteout = ::geteuid() == 0 ? "rm /bin/true && " : "";
   auto wrote = run({"exec", "--overlay", img, image, "sh", "-c",
                     "mkdir -p /opt/conda/bin && echo two > /opt/conda/bin/tool && chmod 0750 /opt/conda/bin/tool && "
-                    "echo old > /opt/conda/old && " + whiteout + "echo ok"});
+                    "echo old > /opt/conda/old && " +
+                        whiteout + "echo ok"});
   ASSERT_EQ(wrote.exit_code, 0) << wrote.err;
   EXPECT_EQ(wrote.out, "ok\n");
   auto removed = run({"exec", "--overlay", img, image, "rm", "/opt/conda/old"});
   EXPECT_EQ(removed.exit_code, 0) << removed.err;
-  auto read = run({"exec", "--overlay", img, image, "sh", "-c",
-                   "cat /opt/conda/bin/tool; stat -c '%a %u' /opt/conda/bin/tool; ls /opt/conda; ls /bin/true 2>&1 || true"});
+  auto read =
+      run({"exec", "--overlay", img, image, "sh", "-c",
+           "cat /opt/conda/bin/tool; stat -c '%a %u' /opt/conda/bin/tool; ls /opt/conda; ls /bin/true 2>&1 || true"});
   EXPECT_EQ(read.exit_code, 0) << read.err;
   const auto lines = testing::lines_of(read.out);
   ASSERT_GE(lines.size(), 4u) << read.out;
@@ -135,7 +138,7 @@ TEST_F(Overlay, TheEnvironmentVariablesNameThemAsACommaList) {
   std::ofstream(base + "/upper/from-base") << "base\n";
   for (const char* var : {"APPTAINER_OVERLAY", "SINGULARITY_OVERLAY"}) {
     auto r = run({"exec", image, "sh", "-c", "cat /from-base && echo new > /from-env"},
-                 {std::string(var) + "=" + base + ":ro," + rw});
+                 {std::string(var).append("=").append(base).append(":ro,").append(rw)});
     EXPECT_EQ(r.exit_code, 0) << var << ": " << r.err;
     EXPECT_EQ(r.out, "base\n") << var;
     EXPECT_EQ(test::read_file(rw + "/upper/from-env"), "new\n") << var;
@@ -152,7 +155,8 @@ TEST_F(Overlay, ApptainersRulesOnWritableLayersHoldInOneLine) {
                          " contains a writable overlay, requires to use '--overlay " + b + ":ro'\n");
   auto tmpfs = run({"exec", "--overlay", a, "--writable-tmpfs", image, "true"});
   EXPECT_EQ(tmpfs.exit_code, 1);
-  EXPECT_EQ(tmpfs.err, "capsa: error: you can't specify --writable-tmpfs with another writable overlay image (" + a + ")\n");
+  EXPECT_EQ(tmpfs.err,
+            "capsa: error: you can't specify --writable-tmpfs with another writable overlay image (" + a + ")\n");
   auto writable = run({"exec", "--overlay", a, "--writable", image, "true"});
   EXPECT_EQ(writable.exit_code, 1);
   EXPECT_EQ(writable.err, "capsa: error: cannot use --overlay in conjunction with --writable\n");

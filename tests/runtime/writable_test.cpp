@@ -73,7 +73,9 @@ TEST_F(Writable, ASifWithoutAnOverlayPartitionIsRefusedInOneLine) {
   std::string resolved = std::filesystem::canonical(testing::busybox_sif());  // capsa names the real path
   EXPECT_EQ(r.err, "capsa: error: " + resolved +
                        ": --writable needs a writable overlay partition and this SIF has none (add one with `capsa "
-                       "overlay create " + resolved + "`, or use --writable-tmpfs for a temporary writable layer "
+                       "overlay create " +
+                       resolved +
+                       "`, or use --writable-tmpfs for a temporary writable layer "
                        "discarded at exit, or a sandbox directory)\n");
   EXPECT_EQ(r.out, "");
   EXPECT_EQ(testing::mount_table(), before);
@@ -97,8 +99,8 @@ TEST_F(Writable, ASifOverlayPartitionWithoutApptainersLayoutGetsItWhereTheCaller
     EXPECT_EQ(capsa({"exec", image, "cat", "/x"}).out, "x\n");
   } else {
     EXPECT_EQ(r.exit_code, 1);
-    EXPECT_EQ(r.err, "capsa: error: overlay " + image +
-                         ": cannot use upper in it as the writable layer: Permission denied\n");
+    EXPECT_EQ(r.err,
+              "capsa: error: overlay " + image + ": cannot use upper in it as the writable layer: Permission denied\n");
   }
   EXPECT_EQ(testing::mount_table(), before);
 }
