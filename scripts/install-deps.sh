@@ -23,10 +23,10 @@ packages="
   libarchive-dev libcurl4-openssl-dev libfuse3-dev libseccomp-dev libcap-dev
 "
 # Running: FUSE for unprivileged containers, newuidmap/newgidmap for --fakeroot with subuid
-# ranges. The demo: gensquashfs, a static busybox, and the local registry it pulls from
+# ranges; e2fsprogs' fuse2fs and fuse-overlayfs for unprivileged ext3 overlays (--overlay). The demo: gensquashfs, a static busybox, and the local registry it pulls from
 # (skopeo pushes the demo image into it).
 packages="$packages
-  fuse3 squashfuse uidmap util-linux passwd file
+  fuse3 squashfuse uidmap util-linux passwd file fuse2fs fuse-overlayfs e2fsprogs
   squashfs-tools-ng busybox-static
   docker-registry skopeo openssl python3 python3-jwt python3-cryptography python3-bcrypt
 "

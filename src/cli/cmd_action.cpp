@@ -13,6 +13,7 @@
 #include "image/metadata.hpp"
 #include "runtime/bind_spec.hpp"
 #include "runtime/launch.hpp"
+#include "runtime/overlay_spec.hpp"
 #include "sif/image.hpp"
 #include "util/error.hpp"
 #include "util/log.hpp"
@@ -74,6 +75,7 @@ struct ActionFlags {
   bool unsquash = false;
   bool disable_cache = false;
   std::string tmpdir;
+  std::vector<std::string> overlays;
 };
 
 // --security seccomp:PROFILE (apptainer's other kinds, uid:, gid:, selinux: and
@@ -112,7 +114,6 @@ std::vector<std::string> list_flag(const std::vector<std::string>& values, std::
 const std::vector<RefusedFlag>& refused_action_flags() {
   static const std::string later = "not in this version of capsa yet";
   static const std::vector<RefusedFlag> flags = {
-      {"-o,--overlay", true, later},
       {"--fusemount", true, later},
       {"--allow-setuid", false, "capsa never runs setuid programs as root; images are mounted nosuid"},
       {"--apply-cgroups", true, later},
@@ -215,6 +216,7 @@ runtime::ActionRequest request_from(const std::string& action, const ActionFlags
   r.seccomp_profile = seccomp_profile_from(list_flag(f.security, {"SECURITY"}));
   r.libraries = list_flag(f.containlibs, {"CONTAINLIBS"});
   r.app = !f.app.empty() ? f.app : env_value("APP").value_or(env_value("APPNAME").value_or(""));
+  r.overlays = runtime::parse_overlays(list_flag(f.overlays, {"OVERLAY", "OVERLAYIMAGE"}));
   r.namespaces.netns_path = !f.netns_path.empty() ? f.netns_path : env_value("NETNS_PATH").value_or("");
   if (!r.namespaces.netns_path.empty() && r.namespaces.net) {
     // Apptainer's words and choice: the existing namespace wins.
@@ -262,9 +264,14 @@ void add_action(CLI::App& app, const std::string& name, const std::string& descr
   cmd->add_option("--cdi-dirs", flags->cdi_dirs,
                   "Directories of CDI specs, comma-separated (default /etc/cdi,/var/run/cdi)")
       ->allow_extra_args(false);
+  cmd->add_option("-o,--overlay", flags->overlays,
+                  "PATH[:ro]: a persistent layer over the image: a directory, an ext3 image (capsa overlay create), "
+                  "a squashfs image or a SIF's overlay partition; writable unless :ro (repeatable, comma lists; also "
+                  "APPTAINER_OVERLAY)")
+      ->allow_extra_args(false);
   cmd->add_flag("--writable-tmpfs", flags->writable_tmpfs, "Let the container write, to a 64 MiB tmpfs discarded at exit");
   cmd->add_flag("-w,--writable", flags->writable,
-                "Run a sandbox directory read-write: writes land in it (also APPTAINER_WRITABLE)");
+                "Run a sandbox directory read-write, or write to a SIF's overlay partition (also APPTAINER_WRITABLE)");
   cmd->add_flag("-u,--userns", flags->userns, "Run in a user namespace also as root (anyone else always gets one)");
   cmd->add_flag("-f,--fakeroot", flags->fakeroot,
                 "Run as root inside: uid 0 of a user namespace, through your subuid/subgid ranges or capsa's root "

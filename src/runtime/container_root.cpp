@@ -8,8 +8,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 #include <fstream>
 
+#include "runtime/fuse_program.hpp"
 #include "util/error.hpp"
 #include "util/fd.hpp"
 #include "util/log.hpp"
@@ -243,6 +245,53 @@ void write_file(const std::string& path, const std::string& content) {
   if (!out) throw Error("cannot write " + path);
 }
 
+// The root's overlay: the kernel's, or fuse-overlayfs where the kernel cannot take the
+// writable layer (an upper on FUSE; a user namespace on a file system it refuses).
+void mount_root_overlay(const RootLayout& layout, const std::string& points, const std::string& image,
+                        const std::string& root) {
+  std::string lowers;
+  for (const std::string& layer : layout.overlay_lowers) lowers += layer + ":";
+  lowers += points + ":" + image;
+  std::string upper, work;
+  if (layout.writable_tmpfs) {
+    upper = layout.session + "/upper";
+    work = layout.session + "/work";
+  } else if (!layout.overlay_upper.empty()) {
+    upper = layout.overlay_upper;
+    work = layout.overlay_work;
+  }
+  std::string options = "lowerdir=" + lowers;
+  if (!upper.empty()) options += ",upperdir=" + upper + ",workdir=" + work;
+  if (!layout.upper_on_fuse) {
+    std::string kernel_options = options;
+    unsigned long flags = MS_NOSUID | MS_NODEV | (upper.empty() ? MS_RDONLY : 0);
+    // Unprivileged, overlayfs keeps its metadata in user.* xattrs.
+    if (!upper.empty() && !layout.privileged) kernel_options += ",userxattr";
+    if (::mount("overlay", root.c_str(), "overlay", flags, kernel_options.c_str()) == 0) return;
+    const int err = errno;
+    if (layout.overlay_upper.empty() || layout.writable_tmpfs) {
+      errno = err;
+      throw_errno("mounting the container's overlay (" +
+                  std::string(layout.writable_tmpfs ? "--writable-tmpfs" : "read-only") + ")");
+    }
+    log::verbose(
+        {"the kernel's overlayfs refused the writable overlay (", std::strerror(err), "): using fuse-overlayfs"});
+    // A refused attempt may leave its own work directory behind, mode 0: fuse-overlayfs
+    // reuses it.
+    ::chmod((work + "/work").c_str(), 0700);
+  }
+  FuseProgram program;
+  program.name = "fuse-overlayfs";
+  // writeback=0: every write reaches the layer below when it is made, not when the
+  // kernel's cache is flushed, which would be after fuse-overlayfs has gone. noacl: it
+  // would pass the kernel's POSIX ACL queries to the lower layers, and the session
+  // tmpfs answers EOPNOTSUPP, which fails every permission check.
+  program.args = {"-f", "-o", options + ",writeback=0,noacl,nosuid,nodev", root};
+  program.mount_point = root;
+  program.log = layout.session + "/logs/fuse-overlayfs.log";
+  mount_with_fuse_program(program);
+}
+
 }  // namespace
 
 void enter_root(const std::string& root) {
@@ -260,7 +309,7 @@ void build_root_and_enter(const RootLayout& layout, const std::vector<MountStep>
   const std::string image = layout.session + "/image";
   const std::string points = layout.session + "/points";
   const std::string root = layout.session + "/root";
-  for (const char* dir : {"/points", "/root", "/files", "/upper", "/work"})
+  for (const char* dir : {"/points", "/root", "/files", "/upper", "/work", "/logs"})
     if (::mkdir((layout.session + dir).c_str(), 0755) != 0 && errno != EEXIST) throw_errno("session directory");
   for (const auto& [name, content] : session_files) write_file(layout.session + "/files/" + name, content);
 
@@ -274,16 +323,7 @@ void build_root_and_enter(const RootLayout& layout, const std::vector<MountStep>
     if (::mount(image.c_str(), root.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0)
       throw_errno("binding the image read-write (--writable)");
   } else {
-    std::string options = "lowerdir=" + points + ":" + image;
-    unsigned long flags = MS_NOSUID | MS_NODEV;
-    if (layout.writable_tmpfs) {
-      options += ",upperdir=" + layout.session + "/upper,workdir=" + layout.session + "/work";
-      if (!layout.privileged) options += ",userxattr";  // unprivileged overlay keeps its metadata in user.* xattrs
-    } else {
-      flags |= MS_RDONLY;
-    }
-    if (::mount("overlay", root.c_str(), "overlay", flags, options.c_str()) != 0)
-      throw_errno("mounting the container's overlay (" + std::string(layout.writable_tmpfs ? "--writable-tmpfs" : "read-only") + ")");
+    mount_root_overlay(layout, points, image, root);
   }
 
   UniqueFd root_fd = open_file(root, O_PATH | O_DIRECTORY);

@@ -3,7 +3,9 @@
 //   session/image   the image (squashfs, read-only)
 //   session/points  empty directories and files where the image lacks a mount target
 //   session/upper   (--writable-tmpfs) where writes go
-//   session/root    overlay of points over image (over upper), then every MountStep;
+//   session/overlays/N  --overlay layers (runtime/overlay_mount.hpp)
+//   session/root    overlay of the --overlay layers and points over image (under the
+//                   upper), then every MountStep;
 //                   with --writable (a sandbox) the image itself, read-write, no overlay
 // then pivot_root into session/root. Every target is resolved inside the new root, so a
 // symlink in the image can never redirect a mount onto the host.
@@ -24,6 +26,14 @@ struct RootLayout {
   // created in it: a missing system mount point is skipped with a warning, a missing
   // home or -B destination is an error, as in Apptainer (§5.4).
   bool writable_image = false;
+  // --overlay layers (runtime/overlay_mount.hpp), mounted in the session: read-only ones
+  // over the image (the top one first), and a writable one's upper and work directories.
+  std::vector<std::string> overlay_lowers;
+  std::string overlay_upper, overlay_work;
+  // The upper is on FUSE (fuse2fs), which the kernel's overlayfs refuses as an upper
+  // layer: fuse-overlayfs serves the root instead, as Apptainer does. It also does
+  // where the kernel refuses an overlay with a writable layer in a user namespace.
+  bool upper_on_fuse = false;
 };
 
 // session/image must already hold the image. `session_files` maps a SessionFile step's

@@ -37,6 +37,8 @@
 #include "runtime/mount_plan.hpp"
 #include "runtime/mpi_launcher.hpp"
 #include "runtime/namespaces.hpp"
+#include "runtime/overlay_lock.hpp"
+#include "runtime/overlay_mount.hpp"
 #include "runtime/private_namespaces.hpp"
 #include "runtime/seccomp_profile.hpp"
 #include "runtime/temporary_image.hpp"
@@ -122,16 +124,38 @@ std::string read_from_image(const image::ImageFiles& files, const std::string& p
   }
 }
 
-// --writable on a SIF: Apptainer writes to an ext3 overlay partition inside the file and
-// refuses a SIF without one; capsa does not mount those partitions (yet), so both end here.
-[[noreturn]] void refuse_writable_sif(const sif::Image& image) {
-  const std::string& path = image.path();
-  for (const sif::Descriptor& d : image.objects())
-    if (d.data_type == sif::DataType::Partition && d.partition().part_type == sif::PartType::Overlay)
-      throw Error(path + ": --writable would write to the SIF's overlay partition, which capsa does not support yet "
-                  "(use --writable-tmpfs for a temporary writable layer, or a sandbox directory)");
-  throw Error(path + ": --writable needs a writable overlay partition and this SIF has none "
-              "(use --writable-tmpfs for a temporary writable layer discarded at exit, or a sandbox directory)");
+// The container's overlay layers: the SIF's own overlay partition (lowest; the writable
+// layer with --writable), then the --overlay ones, with Apptainer's rules
+// (internal/pkg/runtime/engine/apptainer/prepare_linux.go): one writable layer at most,
+// none beside --writable-tmpfs, --overlay not with --writable on a sandbox.
+std::vector<OverlayImage> overlay_layers(const ActionRequest& r, const OpenedSquashfs* sif, bool writable_tmpfs) {
+  std::vector<OverlayImage> layers;
+  if (r.writable && !r.overlays.empty()) throw Error("cannot use --overlay in conjunction with --writable");
+  if (sif != nullptr) {
+    OverlayImage own = sif_overlay_partition(sif->image, r.writable);
+    if (r.writable && !own.writable) {
+      throw Error(sif->image.path() +
+                  ": --writable needs a writable overlay partition and this SIF has none (add one with `capsa overlay "
+                  "create " +
+                  sif->image.path() +
+                  "`, or use --writable-tmpfs for a temporary writable layer discarded "
+                  "at exit, or a sandbox directory)");
+    }
+    if (r.writable && ::access(own.path.c_str(), W_OK) != 0) throw_errno("--writable: " + own.path);
+    if (!own.path.empty()) layers.push_back(own);
+  }
+  for (const OverlaySpec& spec : r.overlays) layers.push_back(examine_overlay(spec));
+  std::string writer;
+  for (const OverlayImage& layer : layers) {
+    if (!layer.writable) continue;
+    if (!writer.empty())  // Apptainer's words
+      throw Error("you can't specify more than one writable overlay, " + writer +
+                  " contains a writable overlay, requires to use '--overlay " + layer.path + ":ro'");
+    writer = layer.path;
+  }
+  if (writable_tmpfs && !writer.empty())
+    throw Error("you can't specify --writable-tmpfs with another writable overlay image (" + writer + ")");
+  return layers;
 }
 
 std::string host_path() {
@@ -321,13 +345,23 @@ void launch(const ActionRequest& r) {
     log::warning("Disabling --writable-tmpfs flag, mutually exclusive with --writable");  // Apptainer's words
     writable_tmpfs = false;
   }
-  if (r.writable && !sandbox) refuse_writable_sif(sif->image);
+  const std::vector<OverlayImage> overlays = overlay_layers(r, sif ? &*sif : nullptr, writable_tmpfs);
+  bool writable_overlay = false;
+  for (const OverlayImage& layer : overlays) writable_overlay = writable_overlay || layer.writable;
   if (!r.app.empty()) {
     if (sandbox)
       image::require_app(image::DirectoryFiles(image), r.app, r.image);
     else
       image::require_app(sif->files, r.app, r.image);
   }
+  // Locked before anything is checked or mounted, and for the container's whole life.
+  std::vector<OverlayLock> overlay_locks;
+  std::vector<int> overlay_lock_fds;
+  for (const OverlayImage& layer : overlays) {
+    overlay_locks.push_back(OverlayLock::take(layer.path, layer.writable));
+    overlay_lock_fds.push_back(overlay_locks.back().fd());
+  }
+  hold_for_container(overlay_locks);
   // Bad namespace options fail here, before anything is mounted.
   PrivateNamespaces namespaces = r.namespaces;
   UniqueFd netns;
@@ -373,7 +407,7 @@ void launch(const ActionRequest& r) {
   if (r.nvccli) {
     // nvidia-container-cli writes the driver into the root: it needs a writable one.
     nvccli = gpu::nvccli_request(gpu::require_nvidia_container_cli(host_path()), r.contain, !privileged);
-    if (!r.writable) writable_tmpfs = true;
+    if (!r.writable && !writable_overlay) writable_tmpfs = true;
   } else if (r.nv) {
     drivers.push_back(gpu::plan_nvidia(gpu::host_nvidia_request(r.contain)));
   }
@@ -392,11 +426,11 @@ void launch(const ActionRequest& r) {
     plan.insert(plan.end(), cdi.steps.begin(), cdi.steps.end());
     for (const auto& warning : warnings) log::warning(warning);
     for (const auto& warning : cdi.warnings) log::warning(warning);
-    if (cdi.writes_root() && !r.writable) writable_tmpfs = true;  // the hooks write into the root
+    if (cdi.writes_root() && !r.writable && !writable_overlay) writable_tmpfs = true;  // the hooks write into the root
   }
   // Root in a writable container keeps the image's /etc/passwd and /etc/group, so that
   // package scripts may add users (Apptainer's addIdentityMount).
-  const bool image_identity = (::geteuid() == 0 || r.fakeroot) && (r.writable || writable_tmpfs);
+  const bool image_identity = (::geteuid() == 0 || r.fakeroot) && (r.writable || writable_tmpfs || writable_overlay);
   if (image_identity) std::erase_if(plan, is_identity_file);
   if (log::enabled(log::Level::debug)) log::debug("mount plan\n" + describe(plan));
 
@@ -443,6 +477,7 @@ void launch(const ActionRequest& r) {
   } else {
     driver = mount_squashfs(sif->location, image_root, privileged);
   }
+  const OverlayLayers layers = mount_overlays(overlays, overlay_lock_fds, session_point, privileged);
   // While an unprivileged image's FUSE server starts, on another CPU where there is one.
   EnvRequest env_request;
   env_request.host = host_environment;
@@ -477,7 +512,16 @@ void launch(const ActionRequest& r) {
 
   if (sif) await_image(driver, sif->location, image_root);
   if (driver != MountDriver::KernelLoop) list_once(image_root);
-  build_root_and_enter({session_point, writable_tmpfs, privileged, r.writable}, plan, files, before_enter);
+  RootLayout layout;
+  layout.session = session_point;
+  layout.writable_tmpfs = writable_tmpfs;
+  layout.privileged = privileged;
+  layout.writable_image = r.writable && sandbox;
+  layout.overlay_lowers = layers.lowers;
+  layout.overlay_upper = layers.upper;
+  layout.overlay_work = layers.work;
+  layout.upper_on_fuse = layers.upper_on_fuse;
+  build_root_and_enter(layout, plan, files, before_enter);
   if (namespaces.any()) enter_private_namespaces(namespaces);
   if (r.no_umask) ::umask(022);
   if (r.capabilities.any()) apply_capabilities(r.capabilities);

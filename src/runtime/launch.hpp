@@ -10,6 +10,7 @@
 #include "runtime/bind_spec.hpp"
 #include "runtime/capabilities.hpp"
 #include "runtime/fakeroot_action.hpp"
+#include "runtime/overlay_spec.hpp"
 #include "runtime/private_namespaces.hpp"
 
 namespace capsa::runtime {
@@ -45,7 +46,8 @@ struct ActionRequest {
   bool cleanenv = false;
   bool no_home = false;
   bool writable_tmpfs = false;
-  bool writable = false;           // --writable: a sandbox read-write (a SIF has no writable partition)
+  bool writable = false;              // --writable: a sandbox read-write, or a SIF's ext3 overlay partition
+  std::vector<OverlaySpec> overlays;  // -o/--overlay, in the order given
   std::vector<std::string> no_mount;  // --no-mount values (comma lists allowed)
   bool nv = false;                 // --nv: the host's NVIDIA driver (docs/gpu.md)
   bool nvccli = false;             // --nvccli: the same through nvidia-container-cli

@@ -88,7 +88,8 @@ LoopDevice find_shared(const struct stat& backing, std::uint64_t offset, std::ui
   return found;
 }
 
-LoopDevice attach_new(int backing_fd, const std::string& file, std::uint64_t offset, std::uint64_t size) {
+LoopDevice attach_new(int backing_fd, const std::string& file, std::uint64_t offset, std::uint64_t size,
+                      bool read_only = true) {
   UniqueFd control(::open("/dev/loop-control", O_RDWR | O_CLOEXEC));
   if (!control) throw NoLoopDevices("opening /dev/loop-control", errno);
   // Another process (not capsa, so not under the lock) may take the free device between
@@ -102,7 +103,7 @@ LoopDevice attach_new(int backing_fd, const std::string& file, std::uint64_t off
     }
     LoopDevice device;
     device.path = "/dev/loop" + std::to_string(number);
-    device.fd.reset(::open(device.path.c_str(), O_RDONLY | O_CLOEXEC));
+    device.fd.reset(::open(device.path.c_str(), (read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC));
     if (!device.fd) {
       if (errno == ENOENT || errno == EACCES || errno == EPERM) throw NoLoopDevices("opening " + device.path, errno);
       throw_errno("opening " + device.path);
@@ -112,7 +113,7 @@ LoopDevice attach_new(int backing_fd, const std::string& file, std::uint64_t off
     config.info.lo_offset = offset;
     config.info.lo_sizelimit = size;
     // Auto-clear: the device is released when its last user (the mount) goes away.
-    config.info.lo_flags = LO_FLAGS_READ_ONLY | LO_FLAGS_AUTOCLEAR;
+    config.info.lo_flags = (read_only ? LO_FLAGS_READ_ONLY : 0) | LO_FLAGS_AUTOCLEAR;
     if (::ioctl(device.fd.get(), LOOP_CONFIGURE, &config) == 0) return device;
     if (errno != EBUSY) throw_errno("configuring " + device.path + " for " + file);
     ::usleep(static_cast<useconds_t>(1000 * (1 + attempt % 8)));  // someone else's: let them finish
@@ -120,7 +121,35 @@ LoopDevice attach_new(int backing_fd, const std::string& file, std::uint64_t off
   throw Error("no free loop device for " + file + " after " + std::to_string(kAttachAttempts) + " attempts");
 }
 
+// Whether a writable device still maps the file: the last container's, torn down by the
+// kernel after its mount namespace went away.
+bool writable_device_maps(const struct stat& backing, std::uint64_t offset) {
+  for (const std::string& name : attached_loop_devices()) {
+    UniqueFd fd(::open(("/dev/" + name).c_str(), O_RDONLY | O_CLOEXEC));
+    loop_info64 info{};
+    if (fd && ::ioctl(fd.get(), LOOP_GET_STATUS64, &info) == 0 && (info.lo_flags & LO_FLAGS_READ_ONLY) == 0 &&
+        info.lo_device == static_cast<__u64>(backing.st_dev) && info.lo_inode == static_cast<__u64>(backing.st_ino) &&
+        info.lo_offset == offset)
+      return true;
+  }
+  return false;
+}
+
 }  // namespace
+
+LoopDevice attach_writable_loop(int backing_fd, const std::string& file, std::uint64_t offset, std::uint64_t size) {
+  struct stat backing {};
+  if (::fstat(backing_fd, &backing) != 0) throw_errno(file);
+  // Two read-write mounts of one ext3 corrupt it: wait (a while) for the previous
+  // writer's device to clear before attaching another.
+  for (int waited = 0; writable_device_maps(backing, offset); ++waited) {
+    if (waited == 500)
+      throw Error(file + " is still attached read-write to a loop device (by a container that ended?)");
+    ::usleep(10000);
+  }
+  UniqueFd lock = lock_loop_setup();
+  return attach_new(backing_fd, file, offset, size, false);
+}
 
 LoopDevice attach_read_only_loop(int backing_fd, const std::string& file, std::uint64_t offset, std::uint64_t size) {
   struct stat backing {};

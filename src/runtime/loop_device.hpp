@@ -29,4 +29,9 @@ class NoLoopDevices : public SystemError {
 // that containers of one image started at the same moment still end up on one device.
 LoopDevice attach_read_only_loop(int backing_fd, const std::string& file, std::uint64_t offset, std::uint64_t size);
 
+// A device of its own, read-write, for a writable ext3 overlay (never shared). Waits up to
+// 5 s for a read-write device of the same file left by a container that just ended to
+// clear (the kernel releases it after that container's mount namespace).
+LoopDevice attach_writable_loop(int backing_fd, const std::string& file, std::uint64_t offset, std::uint64_t size);
+
 }  // namespace capsa::runtime

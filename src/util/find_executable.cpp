@@ -3,6 +3,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdlib>
+
 namespace capsa {
 
 std::string find_executable(const std::string& name, const std::string& path_list, RelativeEntries relative) {
@@ -19,6 +21,12 @@ std::string find_executable(const std::string& name, const std::string& path_lis
       return candidate;
   }
   return "";
+}
+
+std::string find_system_program(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  std::string list = (path && *path ? std::string(path) + ":" : std::string()) + "/usr/sbin:/sbin:/usr/bin:/bin";
+  return find_executable(name, list, RelativeEntries::Skip);
 }
 
 }  // namespace capsa

@@ -13,4 +13,8 @@ enum class RelativeEntries {
 
 std::string find_executable(const std::string& name, const std::string& path_list, RelativeEntries relative);
 
+// A system tool (e2fsck, mkfs.ext3, fuse2fs): PATH, then /usr/sbin, /sbin, /usr/bin and
+// /bin, since e2fsprogs installs into sbin, out of most users' PATH; "" when nowhere.
+std::string find_system_program(const std::string& name);
+
 }  // namespace capsa

@@ -1,0 +1,147 @@
+#include "runtime/overlay_mount.hpp"
+
+#include <fcntl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "runtime/fuse_program.hpp"
+#include "runtime/image_mount.hpp"
+#include "runtime/loop_device.hpp"
+#include "util/error.hpp"
+#include "util/fd.hpp"
+#include "util/find_executable.hpp"
+#include "util/log.hpp"
+#include "util/run_program.hpp"
+
+namespace capsa::runtime {
+namespace {
+
+constexpr unsigned long kLayerFlags = MS_NOSUID | MS_NODEV;
+
+bool is_directory(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+// e2fsprogs reads a file system at an offset of a file given as FILE?offset=N.
+std::string e2fs_name(const OverlayImage& image) {
+  return image.offset == 0 ? image.path : image.path + "?offset=" + std::to_string(image.offset);
+}
+
+void bind_directory(const OverlayImage& image, const std::string& target) {
+  if (::mount(image.path.c_str(), target.c_str(), nullptr, MS_BIND, nullptr) != 0) {
+    // Host mounts below it are locked in a user namespace: bind the whole tree then.
+    if (errno != EINVAL || ::mount(image.path.c_str(), target.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0)
+      throw_errno("binding the overlay " + image.path);
+  }
+}
+
+void mount_ext3_with_kernel(const OverlayImage& image, const std::string& target) {
+  UniqueFd backing = open_file(image.path, image.writable ? O_RDWR : O_RDONLY);
+  std::uint64_t size = image.size;
+  LoopDevice loop = image.writable ? attach_writable_loop(backing.get(), image.path, image.offset, size)
+                                   : attach_read_only_loop(backing.get(), image.path, image.offset, size);
+  const unsigned long flags = kLayerFlags | (image.writable ? 0 : MS_RDONLY);
+  // "ext3" needs a journal; a partition made without one (mkfs.ext3 of a tiny file) is
+  // mounted by the ext4 driver, which takes any ext2/3 file system.
+  for (const char* type : {"ext3", "ext4"}) {
+    if (::mount(loop.path.c_str(), target.c_str(), type, flags, nullptr) == 0) return;
+    // Read-only, a journal left to replay cannot be replayed: read what is there.
+    if (!image.writable && ::mount(loop.path.c_str(), target.c_str(), type, flags, "noload") == 0) return;
+  }
+  throw_errno("mounting the ext3 overlay " + image.path + " from " + loop.path);
+}
+
+void mount_ext3_with_fuse2fs(const OverlayImage& image, int lock_fd, const std::string& session,
+                             const std::string& target, std::size_t index) {
+  std::string options = std::string(image.writable ? "rw" : "ro") + ",nosuid,nodev";
+  if (image.offset != 0) options += ",offset=" + std::to_string(image.offset);
+  FuseProgram program;
+  program.name = "fuse2fs";
+  program.args = {image.path, target, "-f", "-o", options};
+  program.mount_point = target;
+  program.log = session + "/logs/fuse2fs-" + std::to_string(index) + ".log";
+  program.keep_fd = lock_fd;
+  mount_with_fuse_program(program);
+}
+
+void make_layer_directory(const std::string& path, const OverlayImage& image) {
+  if (::mkdir(path.c_str(), 0755) == 0 || (errno == EEXIST && is_directory(path))) return;
+  throw Error("overlay " + image.path + ": cannot use " + path.substr(path.rfind('/') + 1) +
+              " in it as the writable layer: " + (errno == EEXIST ? "not a directory" : std::strerror(errno)));
+}
+
+}  // namespace
+
+void repair_ext3_if_needed(const OverlayImage& image) {
+  {
+    UniqueFd fd = open_file(image.path, O_RDONLY);
+    if (read_ext3_superblock(fd.get(), image.offset).clean) return;
+  }
+  const std::string e2fsck = find_system_program("e2fsck");
+  if (e2fsck.empty())
+    throw Error("overlay " + image.path + " needs checking and e2fsck was not found (install e2fsprogs)");
+  log::info("overlay " + image.path + " was not unmounted cleanly: checking it with e2fsck");
+  Captured preen = run_captured(Command{{e2fsck, "-p", e2fs_name(image)}}, "");
+  // 0: clean, 1: repaired, 2: repaired (reboot advised, meaningless here); 4 and up: needs -y.
+  if (preen.status.exited() && preen.status.exit_code() < 4) return;
+  Captured yes = run_captured(Command{{e2fsck, "-y", e2fs_name(image)}}, "");
+  if (yes.status.exited() && yes.status.exit_code() < 4) return;
+  throw Error("overlay " + image.path + " is damaged and e2fsck could not repair it (exit status " +
+              std::to_string(yes.status.code()) + "); run `e2fsck -f " + e2fs_name(image) + "` yourself");
+}
+
+OverlayLayers mount_overlays(const std::vector<OverlayImage>& images, const std::vector<int>& lock_fds,
+                             const std::string& session, bool privileged) {
+  OverlayLayers layers;
+  if (images.empty()) return layers;
+  for (const char* dir : {"/overlays", "/logs"})
+    if (::mkdir((session + dir).c_str(), 0755) != 0 && errno != EEXIST) throw_errno("session directory");
+  for (std::size_t i = 0; i < images.size(); ++i) {
+    const OverlayImage& image = images[i];
+    const std::string target = session + "/overlays/" + std::to_string(i);
+    if (::mkdir(target.c_str(), 0755) != 0) throw_errno(target);
+    switch (image.kind) {
+      case OverlayKind::Directory:
+        bind_directory(image, target);
+        break;
+      case OverlayKind::Ext3:
+        if (image.writable) repair_ext3_if_needed(image);
+        if (privileged)
+          mount_ext3_with_kernel(image, target);
+        else
+          mount_ext3_with_fuse2fs(image, lock_fds.at(i), session, target, i);
+        break;
+      case OverlayKind::Squashfs: {
+        std::uint64_t size = image.size;
+        if (size == 0) {
+          struct stat st {};
+          if (::stat(image.path.c_str(), &st) != 0) throw_errno(image.path);
+          size = static_cast<std::uint64_t>(st.st_size);
+        }
+        SquashfsLocation location{image.path, image.offset, size};
+        MountDriver driver = mount_squashfs(location, target, privileged);
+        await_image(driver, location, target);
+        break;
+      }
+    }
+    if (image.writable) {
+      make_layer_directory(target + "/upper", image);
+      make_layer_directory(target + "/work", image);
+      layers.upper = target + "/upper";
+      layers.work = target + "/work";
+      layers.upper_on_fuse = image.kind == OverlayKind::Ext3 && !privileged;
+    } else {
+      const std::string upper = target + "/upper";
+      layers.lowers.insert(layers.lowers.begin(),
+                           image.kind != OverlayKind::Squashfs && is_directory(upper) ? upper : target);
+    }
+  }
+  return layers;
+}
+
+}  // namespace capsa::runtime
