@@ -16,20 +16,12 @@
 #include "util/fd.hpp"
 #include "util/log.hpp"
 #include "util/path.hpp"
+#include "util/rfc3339.hpp"
 
 namespace capsa::build {
 namespace {
 
 constexpr const char* kDir = "/.singularity.d";
-
-std::string rfc3339(std::int64_t seconds) {
-  std::time_t t = static_cast<std::time_t>(seconds);
-  std::tm tm{};
-  ::gmtime_r(&t, &tm);
-  char text[64];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return text;
-}
 
 }  // namespace
 
@@ -56,7 +48,7 @@ std::map<std::string, std::string> automatic_labels(const Stage& stage, const St
   labels["org.label-schema.schema-version"] = "1.0";
   labels["org.label-schema.build-arch"] = context.architecture;
   labels["org.label-schema.build-date"] = image::build_date_label(context.time);
-  labels["org.opencontainers.image.created"] = rfc3339(context.time);
+  labels["org.opencontainers.image.created"] = rfc3339_utc(context.time);
   labels["org.opencontainers.image.architecture"] = context.architecture;
   labels["org.label-schema.usage.capsa.version"] = context.capsa_version;
   for (const auto& [key, value] : stage.header) labels["org.label-schema.usage.singularity.deffile." + key] = value;

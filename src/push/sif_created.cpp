@@ -4,24 +4,12 @@
 #include <nlohmann/json.hpp>
 
 #include "sif/format.hpp"
+#include "util/rfc3339.hpp"
 
 namespace capsa::push {
 
-namespace {
-
-std::string now_rfc3339() {
-  const std::time_t now = std::time(nullptr);
-  std::tm utc{};
-  ::gmtime_r(&now, &utc);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return text;
-}
-
-}  // namespace
-
 std::optional<std::string> sif_created(const sif::Image& image) {
-  std::optional<std::string> created = now_rfc3339();
+  std::optional<std::string> created = rfc3339_utc(std::time(nullptr));
   for (const sif::Descriptor& d : image.objects()) {
     if (d.data_type != sif::DataType::GenericJson || d.name_text() != "inspect-metadata.json") continue;
     const auto metadata = nlohmann::json::parse(image.read_object(d, 16 << 20), nullptr, false);

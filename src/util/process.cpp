@@ -45,7 +45,8 @@ void await_end(pid_t pid, std::chrono::milliseconds grace) {
   if (!pidfd) return;  // no pidfd (a kernel before 5.3): no grace
   const auto deadline = std::chrono::steady_clock::now() + grace;
   for (;;) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    // Rounded up: a grace cut short by the truncated last millisecond would end early.
+    auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) return;
     pollfd fd{pidfd.get(), POLLIN, 0};
     int ready = ::poll(&fd, 1, static_cast<int>(left.count()));

@@ -4,6 +4,7 @@
 // for this test process.
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "support/process.hpp"
 #include "support/temp_dir.hpp"
@@ -45,6 +46,33 @@ inline std::string fake_rocm_cache() {
     return dir / "ld.so.cache";
   }();
   return cache;
+}
+
+// A fake driver tree as the host's driver: its ld.so cache, its programs first on PATH, its
+// dev/ as the host's /dev (CAPSA_DEV_DIR).
+struct FakeDriverHost {
+  std::string ldso_cache;
+  std::string tree;  // the fixture's root: bin/ and dev/ below it
+
+  // capsa ARGS... as on such a host, with ENV added.
+  ProcessResult capsa(const std::vector<std::string>& args, const std::vector<std::string>& env = {}) const {
+    std::vector<std::string> argv = {"env", "CAPSA_LDSO_CACHE=" + ldso_cache,
+                                     "PATH=" + tree + "/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+                                     "CAPSA_DEV_DIR=" + tree + "/dev"};
+    argv.insert(argv.end(), env.begin(), env.end());
+    argv.push_back(capsa_binary());
+    argv.insert(argv.end(), args.begin(), args.end());
+    return run_process(argv, "", 60);
+  }
+};
+
+// exec FLAGS... IMAGE sh -c SCRIPT
+inline std::vector<std::string> exec_script(const std::vector<std::string>& flags, const std::string& image,
+                                            const std::string& script) {
+  std::vector<std::string> args = {"exec"};
+  args.insert(args.end(), flags.begin(), flags.end());
+  args.insert(args.end(), {image, "sh", "-c", script});
+  return args;
 }
 
 }  // namespace capsa::test

@@ -18,21 +18,12 @@ using test::fake_rocm;
 std::string image() { return fake_rocm("rocm.sif"); }
 
 // capsa with the fake driver as the host's: its cache, its PATH, its /dev.
-test::ProcessResult capsa(std::vector<std::string> args, std::vector<std::string> env = {}) {
-  std::vector<std::string> argv = {"env", "CAPSA_LDSO_CACHE=" + test::fake_rocm_cache(),
-                                   "PATH=" + fake_rocm("bin") + ":/usr/sbin:/usr/bin:/sbin:/bin",
-                                   "CAPSA_DEV_DIR=" + fake_rocm("dev")};
-  argv.insert(argv.end(), env.begin(), env.end());
-  argv.push_back(test::capsa_binary());
-  argv.insert(argv.end(), args.begin(), args.end());
-  return test::run_process(argv, "", 60);
+test::ProcessResult capsa(const std::vector<std::string>& args, const std::vector<std::string>& env = {}) {
+  return test::FakeDriverHost{test::fake_rocm_cache(), fake_rocm()}.capsa(args, env);
 }
 
-std::vector<std::string> exec(std::vector<std::string> flags, const std::string& script) {
-  std::vector<std::string> args = {"exec"};
-  args.insert(args.end(), flags.begin(), flags.end());
-  args.insert(args.end(), {image(), "sh", "-c", script});
-  return args;
+std::vector<std::string> exec(const std::vector<std::string>& flags, const std::string& script) {
+  return test::exec_script(flags, image(), script);
 }
 
 // The fixture's own libraries (the host's libdrm, libdrm_amdgpu, libnuma... match the list too and are bound).
