@@ -117,6 +117,13 @@ TEST(CdiSpec, MalformedSpecsAreOneLineNamingFileAndEntry) {
   EXPECT_EQ(error_of("", CdiFormat::Yaml), "/etc/cdi/x.json: expected an object");
 }
 
+TEST(CdiSpec, ANumberNoTypeHoldsIsAnErrorNotACrash) {
+  // Found by fuzz_cdi_spec: nlohmann-json throws out_of_range (406), not parse_error.
+  const std::string error =
+      error_of(R"({"cdiVersion": "0.5.0", "kind": "a.b/c", "devices": [66666666666666e6666666]})");
+  EXPECT_EQ(error.rfind("/etc/cdi/x.json: not valid JSON", 0), 0u) << error;
+}
+
 TEST(CdiSpec, FieldsNewerThanTheDeclaredVersionAreRefused) {
   auto spec = [](const std::string& version, const std::string& edits) {
     return R"({"cdiVersion": ")" + version + R"(", "kind": "a.com/b", "devices": [{"name": "x", "containerEdits": )" +

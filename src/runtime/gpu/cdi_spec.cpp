@@ -282,6 +282,8 @@ json parse_tree(std::string_view text, const std::string& path, CdiFormat format
       return json::parse(text);
     } catch (const json::parse_error& e) {
       throw FormatError(path + ": not valid JSON (at byte " + std::to_string(e.byte) + ")");
+    } catch (const json::exception& e) {  // e.g. a number too large for any type (out_of_range 406)
+      throw FormatError(path + ": not valid JSON (" + std::string(e.what()) + ")");
     }
   }
   try {
