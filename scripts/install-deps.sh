@@ -23,7 +23,8 @@ packages="
   libarchive-dev libcurl4-openssl-dev libfuse3-dev libseccomp-dev libcap-dev
 "
 # Running: FUSE for unprivileged containers, newuidmap/newgidmap for --fakeroot with subuid
-# ranges; e2fsprogs' fuse2fs and fuse-overlayfs for unprivileged ext3 overlays (--overlay). The demo: gensquashfs, a static busybox, and the local registry it pulls from
+# ranges; e2fsprogs, fuse2fs and fuse-overlayfs for ext3 overlays (--overlay, overlay
+# create). The demo: gensquashfs, a static busybox, and the local registry it pulls from
 # (skopeo pushes the demo image into it).
 packages="$packages
   fuse3 squashfuse uidmap util-linux passwd file fuse2fs fuse-overlayfs e2fsprogs
