@@ -1,9 +1,11 @@
 #include "runtime/overlay_lock.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -17,6 +19,7 @@
 #include <thread>
 
 #include "util/error.hpp"
+#include "util/fd.hpp"
 #include "util/process.hpp"
 
 namespace capsa::runtime {
@@ -87,20 +90,36 @@ void hold_for_container(const std::vector<OverlayLock>& locks) {
   std::vector<int> locked;
   locked.reserve(locks.size());
   for (const OverlayLock& lock : locks) locked.push_back(lock.fd());
-  Process holder = Process::start(
-      [&locked] {
-        // Only the locks stay open: no pipe of the caller waits on this process.
-        for (int fd = 0; fd < 1024; ++fd)
-          if (std::find(locked.begin(), locked.end(), fd) == locked.end()) ::close(fd);
-        // The terminal's and the job's signals are the container's to act on; this
-        // process ends with it (parent-death signal) and not before.
-        for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGTSTP, SIGTTIN, SIGTTOU, SIGUSR1, SIGUSR2})
-          ::signal(sig, SIG_IGN);
-        for (;;) ::pause();
+  const pid_t container = ::getpid();  // this process becomes the container's command
+  // The holder must be no child of the command: a program that reaps every child it has
+  // (busybox tar does) would wait for it forever. So the child forks the holder and ends
+  // at once; the holder, reparented, watches the container's process through a pidfd.
+  Process starter = Process::start(
+      [&locked, container] {
+        Process::start(
+            [&locked, container] {
+              UniqueFd watched(static_cast<int>(::syscall(SYS_pidfd_open, container, 0)));
+              // Only the locks and the pidfd stay open: no pipe of the caller waits on this process.
+              for (int fd = 0; fd < 1024; ++fd)
+                if (fd != watched.get() && std::find(locked.begin(), locked.end(), fd) == locked.end()) ::close(fd);
+              // The terminal's and the job's signals are the container's to act on.
+              for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGTSTP, SIGTTIN, SIGTTOU, SIGUSR1, SIGUSR2})
+                ::signal(sig, SIG_IGN);
+              if (watched) {
+                pollfd ended{watched.get(), POLLIN, 0};
+                while (::poll(&ended, 1, -1) < 0 && errno == EINTR) {
+                }
+              } else {  // no pidfd (a kernel before 5.3)
+                while (::kill(container, 0) == 0 || errno == EPERM) ::usleep(100'000);
+              }
+              return 0;
+            },
+            {.name = "the overlay lock holder"})
+            .release();
         return 0;
       },
-      {.parent_death_signal = SIGKILL, .name = "the overlay lock holder"});
-  holder.release();
+      {.name = "the overlay lock holder's starter"});
+  starter.wait();
 }
 
 }  // namespace capsa::runtime

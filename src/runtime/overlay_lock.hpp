@@ -27,8 +27,8 @@ class OverlayLock {
   UniqueFd fd_;
 };
 
-// Forks the process that holds `locks` until the container's process ends (none when
-// there are no locks).
+// Starts the process that holds `locks` until this process (the container's command, once
+// it execs) ends; it is no child of this process. None when there are no locks.
 void hold_for_container(const std::vector<OverlayLock>& locks);
 
 }  // namespace capsa::runtime

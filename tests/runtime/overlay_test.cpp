@@ -59,6 +59,21 @@ TEST_F(Overlay, ADirectoryKeepsWhatOneRunWroteForTheNext) {
   EXPECT_EQ(read.out, "one\n");
 }
 
+TEST_F(Overlay, ACommandThatReapsEveryChildEnds) {
+  // busybox tar waits for every child it has: the overlay's lock holder must not be one
+  // (it was, and such a command never ended).
+  const std::string dir = overlay("reaped");
+  fs::create_directory(dir);
+  fs::create_directories(work / "tree/pkg");
+  work.write("tree/pkg/module.py", "x = 1\n");
+  ASSERT_EQ(test::run_process({"tar", "-C", work / "tree", "-cf", work / "tree.tar", "."}).exit_code, 0);
+  auto unpacked = run({"exec", "--overlay", dir, image, "sh", "-c",
+                       "mkdir -p /opt/conda && busybox tar -xf " + (work / "tree.tar") +
+                           " -C /opt/conda && cat /opt/conda/pkg/module.py"});
+  EXPECT_EQ(unpacked.exit_code, 0) << unpacked.err;
+  EXPECT_EQ(unpacked.out, "x = 1\n");
+}
+
 TEST_F(Overlay, AReadOnlyDirectoryIsSeenAndNeverWritten) {
   const std::string dir = overlay("layer");
   fs::create_directories(dir + "/upper/data");
