@@ -4,7 +4,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <optional>
 #include <vector>
 
@@ -56,6 +58,22 @@ class RemovedAtEnd {
   RootMode mode_;
 };
 
+// Why a FUSE mount of the image cannot work here (empty when it can): containers that
+// mount their image with FUSE (unprivileged, -u/--userns, --fakeroot) need /dev/fuse.
+// Some machines keep it root's (mode 0600); Apptainer then runs from a temporary
+// sandbox, and so does capsa.
+std::string fuse_unavailable(const ActionRequest& request) {
+  if (::geteuid() == 0 && !request.userns && !request.fakeroot) return {};
+  if (::access("/dev/fuse", R_OK | W_OK) == 0) return {};
+  return std::string("/dev/fuse: ") + std::strerror(errno);
+}
+
+// Whether the image file is unpacked: --unsquash, or no FUSE to mount it with.
+bool unpacks_image(const ActionRequest& request) {
+  if (is_directory(request.image)) return false;
+  return request.unsquash || !fuse_unavailable(request).empty();
+}
+
 // Runs launch(request) in a child and returns how it ended, passing signals on.
 ExitStatus run_in_child(const ActionRequest& request) {
   sigset_t signals, saved;
@@ -84,7 +102,7 @@ ExitStatus run_in_child(const ActionRequest& request) {
 }  // namespace
 
 bool needs_temporary_image(const ActionRequest& request) {
-  return !request.temporary_directory.empty() || (request.unsquash && !is_directory(request.image));
+  return !request.temporary_directory.empty() || unpacks_image(request);
 }
 
 std::string temporary_parent(const std::string& tmpdir) {
@@ -104,11 +122,15 @@ void launch_with_temporary_image(const ActionRequest& request) {
     std::optional<RemovedAtEnd> pulled;
     if (!request.temporary_directory.empty()) pulled.emplace(request.temporary_directory, RootMode::fakeroot_emulated);
     std::optional<RemovedAtEnd> unpacked;
-    if (request.unsquash && !is_directory(request.image)) {
+    if (unpacks_image(request)) {
       const std::string directory = make_temporary_directory(request.tmpdir);
       unpacked.emplace(directory, unpack_mode());
       inner.image = directory + "/rootfs";
-      log::verbose("unpacking " + request.image + " into the temporary sandbox " + inner.image + " (--unsquash)");
+      if (request.unsquash)
+        log::verbose("unpacking " + request.image + " into the temporary sandbox " + inner.image + " (--unsquash)");
+      else
+        log::info("unpacking " + request.image + " into a temporary sandbox: no FUSE to mount it with (" +
+                  fuse_unavailable(request) + ")");
       unpack_sandbox(request.image, inner.image, unpack_mode());
     }
     status = run_in_child(inner);

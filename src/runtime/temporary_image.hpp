@@ -1,6 +1,8 @@
 #pragma once
 // Images made for one run and removed after it, leaving nothing behind:
-//  * --unsquash: the SIF unpacked into a temporary sandbox, run from there;
+//  * --unsquash: the SIF unpacked into a temporary sandbox, run from there; also done,
+//    with a note, where a container would mount its image with FUSE and /dev/fuse
+//    cannot be opened (as Apptainer falls back to a temporary sandbox);
 //  * --disable-cache with docker://: the SIF the CLI pulled into a temporary directory
 //    (ActionRequest::temporary_directory) instead of the cache.
 // The temporary directory goes under --tmpdir, else $APPTAINER_TMPDIR, $TMPDIR, /tmp.
@@ -14,7 +16,7 @@
 
 namespace capsa::runtime {
 
-// Whether `request` needs this (a temporary directory, or --unsquash of an image file).
+// Whether `request` needs this (a temporary directory, or an image file to unpack).
 bool needs_temporary_image(const ActionRequest& request);
 
 // The parent directory for temporary images: `tmpdir`, else $APPTAINER_TMPDIR,

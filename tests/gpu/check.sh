@@ -34,16 +34,19 @@ as_user() {
 }
 
 # A CDI spec (version 0.5.0, JSON) of one device, nvidia.com/gpu=all, from this host's
-# driver: every /dev/nvidia* node, and libcuda.so.1, libnvidia-ml.so.1 and nvidia-smi
-# mounted at their own paths (found with ldconfig -p and PATH), as nvidia-ctk would.
+# driver: every /dev/nvidia* node, libcuda.so.1 and libnvidia-ml.so.1 (found with
+# ldconfig -p) mounted into the loader's default directory /usr/lib/ARCH-linux-gnu (the
+# host may keep them elsewhere, such as /usr/local/nvidia/lib64, where the image's
+# loader would not look; nvidia-ctk mounts them at the host's paths and runs its
+# update-ldcache hook instead), and nvidia-smi (found on PATH).
 write_cdi_spec() {  # FILE
-  nodes="" mounts=""
+  nodes="" mounts="" libdir="/usr/lib/$(uname -m)-linux-gnu"
   for node in /dev/nvidia*; do
     [ -c "$node" ] && nodes="$nodes${nodes:+, }{\"path\": \"$node\"}"
   done
   for lib in libcuda.so.1 libnvidia-ml.so.1; do
     path="$(ldconfig -p | awk -v lib="$lib" '$1 == lib && /x86-64|aarch64/ {print $NF; exit}')"
-    [ -n "$path" ] && mounts="$mounts${mounts:+, }{\"hostPath\": \"$path\", \"containerPath\": \"$path\", \"options\": [\"ro\", \"nosuid\", \"nodev\", \"bind\"]}"
+    [ -n "$path" ] && mounts="$mounts${mounts:+, }{\"hostPath\": \"$path\", \"containerPath\": \"$libdir/$lib\", \"options\": [\"ro\", \"nosuid\", \"nodev\", \"bind\"]}"
   done
   smi="$(command -v nvidia-smi || true)"
   [ -n "$smi" ] && mounts="$mounts${mounts:+, }{\"hostPath\": \"$smi\", \"containerPath\": \"/usr/bin/nvidia-smi\", \"options\": [\"ro\", \"nosuid\", \"nodev\", \"bind\"]}"

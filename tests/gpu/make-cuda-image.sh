@@ -2,7 +2,7 @@
 # Builds OUTDIR/cuda.sif for tests/gpu/check.sh, on a CPU machine with nvcc (the GPU
 # machine needs nothing from the network). The image is small rather than a Debian
 # minbase (no debootstrap or mirror needed): busybox as its shell, the host's loader and
-# the C/C++ runtime libraries the program needs (found with ldd), and
+# the C/C++ runtime libraries the program and the driver need (found with ldd), and
 # /usr/bin/vector-add: tests/gpu/vector_add.cu with the CUDA runtime linked statically,
 # so only the driver (libcuda.so.1, brought by --nv) comes from the GPU host.
 # Needs: nvcc (CUDA toolkit), busybox (static), gensquashfs, siftool.
@@ -18,7 +18,12 @@ mkdir -p "$root/bin" "$root/usr/bin" "$root/etc" "$root/tmp"
 "$nvcc" -O2 -cudart static -gencode arch=compute_75,code=sm_75 -gencode arch=compute_80,code=sm_80 \
   -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \
   -o "$root/usr/bin/vector-add" "$here/vector_add.cu"
-ldd "$root/usr/bin/vector-add" | awk '/=>/ {print $3} /^\t\// {print $1}' | while read -r lib; do
+# The program's own libraries, and the glibc ones the driver's libcuda.so.1 and
+# nvidia-smi still name (libpthread, libdl, librt: empty since glibc 2.34, but needed).
+libc="$(ldd "$root/usr/bin/vector-add" | awk '$1 ~ /^libc\.so/ {print $3}')"
+{ ldd "$root/usr/bin/vector-add" | awk '/=>/ {print $3} /^\t\// {print $1}'
+  for extra in libpthread.so.0 libdl.so.2 librt.so.1 libm.so.6; do echo "$(dirname "$libc")/$extra"; done
+} | sort -u | while read -r lib; do
   [ -n "$lib" ] || continue
   mkdir -p "$root$(dirname "$lib")"
   cp -L "$lib" "$root$lib"

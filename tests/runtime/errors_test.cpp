@@ -8,8 +8,9 @@
 
 #include <cstdint>
 #include <cstdlib>
-#include <functional>
+#include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include "runtime/run_support.hpp"
 #include "support/test_env.hpp"
@@ -158,22 +159,31 @@ TEST_F(Errors, SquashfuseMissingFromPath) {
   });
 }
 
-TEST_F(Errors, DevFuseUnusable) {
+// Without a usable /dev/fuse (root's alone on some machines), an unprivileged container
+// runs from a temporary sandbox, as Apptainer's does, says so in one line, and leaves
+// neither the sandbox nor a mount behind.
+TEST_F(Errors, DevFuseUnusableRunsFromATemporarySandbox) {
   if (::geteuid() != 0) GTEST_SKIP() << "replacing /dev/fuse in a private mount namespace needs root";
   auto user = test::test_user();
   if (!user) GTEST_SKIP() << "no test user";
   std::string blocker = dir.write("no-fuse", "");
   ASSERT_EQ(::chmod(blocker.c_str(), 0), 0);
+  std::string tmp = dir / "tmp";
+  ASSERT_EQ(::mkdir(tmp.c_str(), 0777), 0);
+  ASSERT_EQ(::chmod(tmp.c_str(), 0777), 0);
   std::string before = testing::mount_table();
   // In a private mount namespace /dev/fuse is an unopenable file; capsa runs as the test user there.
   auto r = test::run_process({"unshare", "-m", "sh", "-c",
                               "mount --bind \"$1\" /dev/fuse && exec setpriv --reuid=\"$2\" --regid=\"$2\" "
-                              "--init-groups \"$3\" exec \"$4\" true",
-                              "sh", blocker, user->name, test::capsa_binary(), image},
+                              "--init-groups env TMPDIR=\"$5\" \"$3\" exec \"$4\" sh -c 'id -u; echo inside'",
+                              "sh", blocker, user->name, test::capsa_binary(), image, tmp},
                              "", 60);
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.err, "capsa: error: cannot open /dev/fuse: Permission denied (unprivileged containers mount their "
-                   "image with FUSE: load the fuse module and make /dev/fuse mode 0666, or run as root)\n");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.substr(0, r.out.find('\n')), std::to_string(user->uid));
+  EXPECT_NE(r.out.find("\ninside\n"), std::string::npos) << r.out;
+  EXPECT_EQ(r.err, "INFO:    unpacking " + image +
+                       " into a temporary sandbox: no FUSE to mount it with (/dev/fuse: Permission denied)\n");
+  EXPECT_TRUE(std::filesystem::is_empty(tmp)) << "the temporary sandbox is removed";
   expect_nothing_left(before, image);
 }
 
