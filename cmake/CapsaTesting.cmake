@@ -75,13 +75,23 @@ set_tests_properties(gridengine.start PROPERTIES FIXTURES_SETUP capsa_gridengine
 add_test(NAME gridengine.stop COMMAND "${CMAKE_SOURCE_DIR}/tests/gridengine/stop.sh" "${CAPSA_TEST_SGE_STATE_DIR}")
 set_tests_properties(gridengine.stop PROPERTIES FIXTURES_CLEANUP capsa_gridengine)
 
-# capsa_add_test_suite(NAME SOURCES... [ROOT_ONLY] [REGISTRY] [SLURM] [GRIDENGINE])
+# The kernels the OLD_KERNEL suites also run as (tests/support/old_kernel.cpp): 4.18 in
+# CI; -DCAPSA_TEST_OLD_KERNELS="4.18;5.14" adds RHEL 9's, and "" none. The longer
+# OLD_KERNEL_EXTRA suites (build, pull, %post and --fakeroot runs) join them with
+# -DCAPSA_TEST_OLD_KERNEL_EVERY_SUITE=ON, kept out of CI for its time.
+set(CAPSA_TEST_OLD_KERNELS "4.18" CACHE STRING "Kernels the OLD_KERNEL suites also run as (4.18, 5.14)")
+option(CAPSA_TEST_OLD_KERNEL_EVERY_SUITE "Run the OLD_KERNEL_EXTRA suites as on old kernels too" OFF)
+
+# capsa_add_test_suite(NAME SOURCES... [ROOT_ONLY] [REGISTRY] [SLURM] [GRIDENGINE] [OLD_KERNEL|OLD_KERNEL_EXTRA])
+#   OLD_KERNEL: the suite also runs as on each kernel of CAPSA_TEST_OLD_KERNELS, as
+#   NAME.kernel-VERSION.root and .user (label old-kernel); OLD_KERNEL_EXTRA: likewise
+#   when CAPSA_TEST_OLD_KERNEL_EVERY_SUITE is on.
 #   SLURM: the suite needs the test Slurm cluster and sees SLURM_CONF (its configuration),
 #   CAPSA_TEST_SLURM_STATE and CAPSA_TEST_SLURM_NODES.
 #   GRIDENGINE: the suite needs the test Grid Engine cell and sees CAPSA_TEST_SGE_ENV (the
 #   file to source before qsub: SGE_ROOT, SGE_CELL and the ports).
 function(capsa_add_test_suite name)
-  cmake_parse_arguments(ARG "ROOT_ONLY;REGISTRY;SLURM;GRIDENGINE" "" "" ${ARGN})
+  cmake_parse_arguments(ARG "ROOT_ONLY;REGISTRY;SLURM;GRIDENGINE;OLD_KERNEL;OLD_KERNEL_EXTRA" "" "" ${ARGN})
   add_executable(${name}_tests ${ARG_UNPARSED_ARGUMENTS})
   target_link_libraries(${name}_tests PRIVATE capsa_test_support GTest::gtest_main)
   set(env
@@ -119,5 +129,20 @@ function(capsa_add_test_suite name)
              COMMAND "${CMAKE_SOURCE_DIR}/tests/support/as-test-user" $<TARGET_FILE:${name}_tests>)
     set_tests_properties(${name}.user PROPERTIES ENVIRONMENT "${env}" FIXTURES_REQUIRED "${fixtures}"
                          SKIP_RETURN_CODE 77)
+  endif()
+  if(ARG_OLD_KERNEL OR (ARG_OLD_KERNEL_EXTRA AND CAPSA_TEST_OLD_KERNEL_EVERY_SUITE))
+    foreach(kernel IN LISTS CAPSA_TEST_OLD_KERNELS)
+      add_test(NAME ${name}.kernel-${kernel}.root
+               COMMAND $<TARGET_FILE:capsa-old-kernel> ${kernel} $<TARGET_FILE:${name}_tests>)
+      set_tests_properties(${name}.kernel-${kernel}.root PROPERTIES ENVIRONMENT "${env}"
+                           FIXTURES_REQUIRED "${fixtures}" LABELS old-kernel)
+      if(NOT ARG_ROOT_ONLY)
+        add_test(NAME ${name}.kernel-${kernel}.user
+                 COMMAND $<TARGET_FILE:capsa-old-kernel> ${kernel} "${CMAKE_SOURCE_DIR}/tests/support/as-test-user"
+                         $<TARGET_FILE:${name}_tests>)
+        set_tests_properties(${name}.kernel-${kernel}.user PROPERTIES ENVIRONMENT "${env}"
+                             FIXTURES_REQUIRED "${fixtures}" SKIP_RETURN_CODE 77 LABELS old-kernel)
+      endif()
+    endforeach()
   endif()
 endfunction()

@@ -83,11 +83,11 @@ void check_bind_types(const MountStep& step, bool source_dir, bool target_dir) {
               "or one that does not exist in the image)");
 }
 
-// Remounts a bind with `extra` flags (nosuid always, read-only when asked). A bind
-// remount sets every per-mount flag anew, and in a user namespace the kernel refuses to
-// drop a flag it locked on the original mount (read-only, nosuid, nodev, noexec, the
-// atime mode): those are carried over from what the mount has now.
-void remount_bind(const std::string& target, unsigned long extra, const std::string& shown_as) {
+// Remounts a bind with `extra` flags (nosuid always, read-only when asked); returns 0 or
+// the errno. A bind remount sets every per-mount flag anew, and in a user namespace the
+// kernel refuses to drop a flag it locked on the original mount (read-only, nosuid,
+// nodev, noexec, the atime mode): those are carried over from what the mount has now.
+int try_remount_bind(const std::string& target, unsigned long extra) {
   struct statvfs sv {};
   unsigned long flags = MS_BIND | MS_REMOUNT | extra;
   if (::statvfs(target.c_str(), &sv) == 0) {
@@ -100,8 +100,14 @@ void remount_bind(const std::string& target, unsigned long extra, const std::str
     else if (sv.f_flag & ST_RELATIME) flags |= MS_RELATIME;
     else flags |= MS_STRICTATIME;
   }
-  if (::mount(nullptr, target.c_str(), nullptr, flags, nullptr) != 0)
+  return ::mount(nullptr, target.c_str(), nullptr, flags, nullptr) == 0 ? 0 : errno;
+}
+
+void remount_bind(const std::string& target, unsigned long extra, const std::string& shown_as) {
+  if (int err = try_remount_bind(target, extra); err != 0) {
+    errno = err;
     throw_errno("remounting " + shown_as + ((extra & MS_RDONLY) ? " read-only" : " nosuid"));
+  }
 }
 
 // Makes the bind at step.target nosuid, and read-only when asked. The fd that named the
@@ -120,7 +126,9 @@ void restrict_bind(int root_fd, const MountStep& step, bool read_only) {
 // nosuid on every mount of the container: a setuid program of the host reached through a
 // bind must not run with its owner's rights (no_new_privs stops that too; this holds even
 // without it). One recursive mount_setattr where the kernel has it (5.12+), else a remount
-// per bind.
+// per bind. A bind that a later one covers (a --home below /tmp, under the /tmp bind) is
+// no mount root by its path: the remount answers EINVAL, and the container cannot reach
+// that bind anyway.
 void make_tree_nosuid(int root_fd, const std::vector<MountStep>& steps, const std::vector<HostSource>& sources) {
   mount_attr attr{};
   attr.attr_set = MOUNT_ATTR_NOSUID;
@@ -128,7 +136,15 @@ void make_tree_nosuid(int root_fd, const std::vector<MountStep>& steps, const st
   for (std::size_t i = 0; i < steps.size(); ++i) {
     if (!is_bind(steps[i]) || !sources[i].exists()) continue;
     UniqueFd target(open_in_root(root_fd, steps[i].target, O_PATH));
-    if (target) restrict_bind(root_fd, steps[i], steps[i].read_only);
+    if (!target) continue;
+    const unsigned long flags = MS_NOSUID | (steps[i].read_only ? MS_RDONLY : 0);
+    int err = try_remount_bind(fd_path(target.get()), flags);
+    if (err == EINVAL) {
+      log::debug({"not remounting ", steps[i].target, " nosuid: a later mount covers it"});
+    } else if (err != 0) {
+      errno = err;
+      throw_errno("remounting " + steps[i].target + ((flags & MS_RDONLY) ? " read-only" : " nosuid"));
+    }
   }
 }
 
@@ -229,8 +245,8 @@ void apply_step(int root_fd, const std::string& session, const MountStep& step, 
       break;
     }
     case MountStep::Kind::SessionFile: {
-      std::string source = session + "/files/" + step.source;
-      if (::mount(source.c_str(), where.c_str(), nullptr, MS_BIND, nullptr) != 0)
+      std::string file = session + "/files/" + step.source;
+      if (::mount(file.c_str(), where.c_str(), nullptr, MS_BIND, nullptr) != 0)
         throw_errno("binding the generated " + step.target);
       break;
     }
@@ -246,7 +262,8 @@ void write_file(const std::string& path, const std::string& content) {
 }
 
 // The root's overlay: the kernel's, or fuse-overlayfs where the kernel cannot take the
-// writable layer (an upper on FUSE; a user namespace on a file system it refuses).
+// writable layer (an upper on FUSE; a user namespace on a file system it refuses) or
+// refuses overlayfs in a user namespace altogether (before Linux 5.11).
 void mount_root_overlay(const RootLayout& layout, const std::string& points, const std::string& image,
                         const std::string& root) {
   std::string lowers;
@@ -262,6 +279,7 @@ void mount_root_overlay(const RootLayout& layout, const std::string& points, con
   }
   std::string options = "lowerdir=" + lowers;
   if (!upper.empty()) options += ",upperdir=" + upper + ",workdir=" + work;
+  bool userns_refused = false;
   if (!layout.upper_on_fuse) {
     std::string kernel_options = options;
     unsigned long flags = MS_NOSUID | MS_NODEV | (upper.empty() ? MS_RDONLY : 0);
@@ -269,16 +287,19 @@ void mount_root_overlay(const RootLayout& layout, const std::string& points, con
     if (!upper.empty() && !layout.privileged) kernel_options += ",userxattr";
     if (::mount("overlay", root.c_str(), "overlay", flags, kernel_options.c_str()) == 0) return;
     const int err = errno;
-    if (layout.overlay_upper.empty() || layout.writable_tmpfs) {
+    // Kernels before 5.11 refuse overlayfs in a user namespace (EPERM): fuse-overlayfs
+    // serves every kind of root there. A writable overlay falls back for any refusal.
+    userns_refused = !layout.privileged && err == EPERM;
+    if (!userns_refused && (layout.overlay_upper.empty() || layout.writable_tmpfs)) {
       errno = err;
       throw_errno("mounting the container's overlay (" +
                   std::string(layout.writable_tmpfs ? "--writable-tmpfs" : "read-only") + ")");
     }
     log::verbose(
-        {"the kernel's overlayfs refused the writable overlay (", std::strerror(err), "): using fuse-overlayfs"});
+        {"the kernel's overlayfs refused the container's root (", std::strerror(err), "): using fuse-overlayfs"});
     // A refused attempt may leave its own work directory behind, mode 0: fuse-overlayfs
     // reuses it.
-    ::chmod((work + "/work").c_str(), 0700);
+    if (!work.empty()) ::chmod((work + "/work").c_str(), 0700);
   }
   FuseProgram program;
   program.name = "fuse-overlayfs";
@@ -286,10 +307,16 @@ void mount_root_overlay(const RootLayout& layout, const std::string& points, con
   // kernel's cache is flushed, which would be after fuse-overlayfs has gone. noacl: it
   // would pass the kernel's POSIX ACL queries to the lower layers, and the session
   // tmpfs answers EOPNOTSUPP, which fails every permission check.
-  program.args = {"-f", "-o", options + ",writeback=0,noacl,nosuid,nodev", root};
+  program.args = {"-f", "-o", options + ",writeback=0,noacl,nosuid,nodev" + (upper.empty() ? ",ro" : ""), root};
   program.mount_point = root;
   program.log = layout.session + "/logs/fuse-overlayfs.log";
-  mount_with_fuse_program(program);
+  try {
+    mount_with_fuse_program(program);
+  } catch (const Error& e) {
+    if (!userns_refused) throw;
+    throw Error(std::string("this kernel refuses overlayfs in a user namespace (Linux 5.11 allows it), and ") +
+                e.what());
+  }
 }
 
 }  // namespace
