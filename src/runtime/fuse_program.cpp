@@ -7,7 +7,6 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -17,6 +16,7 @@
 #include <sstream>
 #include <thread>
 
+#include "util/detached_child.hpp"
 #include "util/error.hpp"
 #include "util/fd.hpp"
 #include "util/find_executable.hpp"
@@ -41,11 +41,6 @@ void keep_mount_capability() {
   cap_set_proc(caps);
   cap_free(caps);
   for (cap_value_t cap : kept) ::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, cap, 0, 0);
-}
-
-bool exited(pid_t pid) {
-  siginfo_t info{};
-  return ::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid;
 }
 
 std::string tail_of(const std::string& path) {
@@ -82,7 +77,7 @@ void mount_with_fuse_program(const FuseProgram& program) {
   std::vector<std::string> argv = {program.name};
   argv.insert(argv.end(), program.args.begin(), program.args.end());
   const int log_fd = log.get(), keep = program.keep_fd;
-  Process server = Process::start(
+  DetachedChild server = DetachedChild::start(
       [&] {
         ::setsid();
         if (::unshare(CLONE_NEWNS) != 0) return 126;
@@ -105,10 +100,9 @@ void mount_with_fuse_program(const FuseProgram& program) {
   for (auto pause = std::chrono::microseconds(200);; pause = std::min(pause * 2, std::chrono::microseconds(20000))) {
     struct stat now {};
     if (::stat(program.mount_point.c_str(), &now) == 0 && now.st_dev != before.st_dev) break;
-    if (exited(server.pid())) {
-      ExitStatus status = server.wait();
+    if (std::optional<ExitStatus> status = server.ended()) {
       throw Error(program.name + " could not mount " + program.mount_point + " (exit status " +
-                  std::to_string(status.code()) + "): " + tail_of(program.log));
+                  std::to_string(status->code()) + "): " + tail_of(program.log));
     }
     if (std::chrono::steady_clock::now() > deadline)
       throw Error(program.name + " did not mount " + program.mount_point + " within 10 s: " + tail_of(program.log));
@@ -120,7 +114,6 @@ void mount_with_fuse_program(const FuseProgram& program) {
   if (::mount(nullptr, program.mount_point.c_str(), nullptr, MS_PRIVATE | MS_REC, nullptr) != 0 ||
       ::mount(nullptr, below.c_str(), nullptr, MS_PRIVATE, nullptr) != 0)
     throw_errno("making " + program.mount_point + " private");
-  server.release();  // it lives as long as the container (parent-death signal)
 }
 
 }  // namespace capsa::runtime

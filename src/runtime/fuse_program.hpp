@@ -1,7 +1,8 @@
 #pragma once
 // Debian's FUSE file systems that serve an overlay unprivileged — fuse2fs for an ext3
-// image, fuse-overlayfs where the kernel's overlayfs cannot be used — run as children of
-// capsa inside the container's namespaces. fuse2fs is built on libfuse 2, which cannot
+// image, fuse-overlayfs where the kernel's overlayfs cannot be used — run inside the container's
+// namespaces, started by capsa but no child of the container's command
+// (util/detached_child.hpp). fuse2fs is built on libfuse 2, which cannot
 // take a mounted /dev/fuse descriptor as capsa's own server does: the program mounts
 // itself, with CAP_SYS_ADMIN of the container's user namespace (an ambient capability:
 // it allows mounts in that namespace only, and nothing on the host). It runs in a

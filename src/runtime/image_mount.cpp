@@ -15,6 +15,7 @@
 
 #include "runtime/loop_device.hpp"
 #include "squashfs/fuse_server.hpp"
+#include "util/detached_child.hpp"
 #include "util/environment_block.hpp"
 #include "util/error.hpp"
 #include "util/fd.hpp"
@@ -62,17 +63,16 @@ void await_server(const SquashfsLocation& image, const std::string& target, cons
   }
 }
 
-// Forks the process that serves `fuse`; `serve` runs in the child and returns its exit
+// Starts the process that serves `fuse`; `serve` runs there and returns its exit
 // status. The parent closes its copy of the connection, so that only the server holds
 // it: if the server dies, the kernel aborts the mount and accesses fail with ENOTCONN
-// instead of waiting forever. Once started, the server is given up: it must live as long
-// as the container (whose process inherits it as a child when capsa executes the
-// command), and its parent-death signal ends it with the container. One that never
-// answers is killed and reaped here.
+// instead of waiting forever. The server must live as long as the container, and is no
+// child of it (util/detached_child.hpp: a command that waits for all its children would
+// wait for it forever); its parent-death signal ends it with the container.
 template <typename Serve>
 void start_server(UniqueFd fuse, const SquashfsLocation& image, const std::string& target, const char* name,
                   bool wait, Serve&& serve) {
-  Process server = Process::start(
+  DetachedChild::start(
       [&] {
         int null_fd = ::open("/dev/null", O_RDWR);
         if (null_fd >= 0) {
@@ -90,7 +90,6 @@ void start_server(UniqueFd fuse, const SquashfsLocation& image, const std::strin
       {.parent_death_signal = SIGKILL, .name = "the FUSE server"});
   fuse.reset();
   if (wait) await_server(image, target, name);
-  server.release();
 }
 
 void mount_with_squashfuse(const SquashfsLocation& image, const std::string& target, bool wait) {

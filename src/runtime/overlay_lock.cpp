@@ -18,6 +18,7 @@
 #include <sstream>
 #include <thread>
 
+#include "util/detached_child.hpp"
 #include "util/error.hpp"
 #include "util/fd.hpp"
 #include "util/process.hpp"
@@ -90,28 +91,22 @@ void hold_for_container(const std::vector<OverlayLock>& locks) {
   std::vector<int> locked;
   locked.reserve(locks.size());
   for (const OverlayLock& lock : locks) locked.push_back(lock.fd());
-  const pid_t container = ::getpid();  // this process becomes the container's command
+  const EndWatch container = EndWatch::of_this_process();  // this process becomes the container's command
   // The holder must be no child of the command: a program that reaps every child it has
   // (busybox tar does) would wait for it forever. So the child forks the holder and ends
   // at once; the holder, reparented, watches the container's process through a pidfd.
   Process starter = Process::start(
-      [&locked, container] {
+      [&locked, &container] {
         Process::start(
-            [&locked, container] {
-              UniqueFd watched(static_cast<int>(::syscall(SYS_pidfd_open, container, 0)));
-              // Only the locks and the pidfd stay open: no pipe of the caller waits on this process.
+            [&locked, &container] {
+              // Only the locks stay open: no pipe of the caller waits on this process.
               for (int fd = 0; fd < 1024; ++fd)
-                if (fd != watched.get() && std::find(locked.begin(), locked.end(), fd) == locked.end()) ::close(fd);
+                if (fd != container.descriptor() && std::find(locked.begin(), locked.end(), fd) == locked.end())
+                  ::close(fd);
               // The terminal's and the job's signals are the container's to act on.
               for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGTSTP, SIGTTIN, SIGTTOU, SIGUSR1, SIGUSR2})
                 ::signal(sig, SIG_IGN);
-              if (watched) {
-                pollfd ended{watched.get(), POLLIN, 0};
-                while (::poll(&ended, 1, -1) < 0 && errno == EINTR) {
-                }
-              } else {  // no pidfd (a kernel before 5.3)
-                while (::kill(container, 0) == 0 || errno == EPERM) ::usleep(100'000);
-              }
+              container.await();
               return 0;
             },
             {.name = "the overlay lock holder"})

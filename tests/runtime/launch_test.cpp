@@ -7,6 +7,7 @@
 
 #include <csignal>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -176,23 +177,44 @@ TEST(Launch, NothingIsLeftWhenTheContainerIsKilled) {
 
 // SIGTERM/SIGINT reach the container's whole process group (Ctrl-C, a batch system's
 // scancel): the container decides whether to end, and its files must stay readable
-// meanwhile. Here the container signals the FUSE server itself (its child, as the
-// server is forked before capsa execs the command), then reads a file not yet read.
-// squashfuse_ll would exit (libfuse's handlers) and the read fail with ENOTCONN.
+// meanwhile. Here the container signals the FUSE server itself, and the process that
+// watches it (both are capsa, named by this run's private image in their command
+// line), then reads a file not yet read. squashfuse_ll would exit (libfuse's handlers)
+// and the read fail with ENOTCONN.
 TEST(Launch, TheFuseServerOutlivesTerminationSignals) {
-  if (::access(("/proc/self/task/" + std::to_string(::getpid()) + "/children").c_str(), R_OK) != 0)
-    GTEST_SKIP() << "the kernel has no /proc/PID/task/TID/children";
   if (const char* kernel = std::getenv("CAPSA_TEST_KERNEL"); kernel != nullptr && std::string(kernel) == "4.18")
     GTEST_SKIP() << "before Linux 5.11 a user namespace's root is fuse-overlayfs, which ends on SIGTERM as every "
                     "libfuse program does";
-  // --userns: root too mounts with FUSE, so that there is a server to signal. The count
-  // shows the signals reached one.
-  auto result = capsa({"exec", "--userns", busybox(), "sh", "-c",
-                       "n=0; for k in $(cat /proc/$$/task/$$/children); do "
-                       "kill -TERM $k && kill -INT $k && kill -HUP $k && n=$((n+1)); done 2>/dev/null; "
-                       "sleep 1; echo \"signalled $n\"; wc -c < /.singularity.d/labels.json"});
+  test::TempDir dir;
+  ASSERT_EQ(::chmod(dir.path().c_str(), 0755), 0);
+  const std::string image = dir.path() + "/signalled.sif";
+  ASSERT_EQ(test::run_process({"cp", busybox(), image}).exit_code, 0);
+  // --userns: root too mounts with FUSE, so that there is a server to signal.
+  const std::string signal_the_servers =
+      "n=0; for p in /proc/[0-9]*; do [ \"${p#/proc/}\" = $$ ] && continue; "
+      "tr '\\0' ' ' < $p/cmdline 2>/dev/null | grep -q \"exec --userns $0 \" || continue; "
+      "kill -TERM ${p#/proc/} && kill -INT ${p#/proc/} && kill -HUP ${p#/proc/} && n=$((n+1)); "
+      "done 2>/dev/null; sleep 1; echo \"signalled $n\"; wc -c < /.singularity.d/labels.json";
+  auto result = capsa({"exec", "--userns", image, "sh", "-c", signal_the_servers, image});
   EXPECT_EQ(result.exit_code, 0) << result.err;
-  EXPECT_EQ(result.out, "signalled 1\n347\n") << result.err;
+  EXPECT_EQ(result.out, "signalled 2\n347\n") << result.err;
+}
+
+// Some commands wait for every child they have before they end (busybox tar does): the
+// image's FUSE server must be none of them, or they would wait for it forever.
+TEST(Launch, ACommandThatWaitsForEveryChildEnds) {
+  test::TempDir dir;
+  ASSERT_EQ(::chmod(dir.path().c_str(), 0755), 0);
+  std::filesystem::create_directories(dir.path() + "/tree/pkg");
+  for (int i = 0; i < 2000; ++i) dir.write("tree/pkg/m" + std::to_string(i) + ".py", "x = 1\n");
+  ASSERT_EQ(test::run_process({"tar", "-C", dir.path() + "/tree", "-cf", dir.path() + "/tree.tar", "."}).exit_code, 0);
+  ASSERT_EQ(::chmod((dir.path() + "/tree.tar").c_str(), 0644), 0);
+  auto result =
+      capsa({"exec", "--userns", busybox(), "sh", "-c",
+             "mkdir /tmp/unpacked-$$ && busybox tar -xf " + dir.path() +
+                 "/tree.tar -C /tmp/unpacked-$$ && ls /tmp/unpacked-$$/pkg | wc -l; rm -rf /tmp/unpacked-$$"});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.out, "2000\n") << result.err;
 }
 
 TEST(Launch, BadImagesGiveOneClearLine) {
