@@ -39,11 +39,20 @@ pid_t wait_for(pid_t pid, int* wait_status, int flags) {
   return done;
 }
 
-// Waits up to `grace` for `pid` to end, without reaping it.
+// Whether the child `pid` has ended, without reaping it.
+bool child_ended(pid_t pid) {
+  siginfo_t info{};
+  return ::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid;
+}
+
+// Waits up to `grace` for the child `pid` to end, without reaping it.
 void await_end(pid_t pid, std::chrono::milliseconds grace) {
-  UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
-  if (!pidfd) return;  // no pidfd (a kernel before 5.3): no grace
   const auto deadline = std::chrono::steady_clock::now() + grace;
+  UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+  if (!pidfd) {  // no pidfd (a kernel before 5.3): look every 5 ms
+    while (!child_ended(pid) && std::chrono::steady_clock::now() < deadline) ::usleep(5000);
+    return;
+  }
   for (;;) {
     // Rounded up: a grace cut short by the truncated last millisecond would end early.
     auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());

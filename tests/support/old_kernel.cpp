@@ -117,34 +117,38 @@ int load_filter(int major, int minor, bool refuse_userns_overlay) {
   return notify;
 }
 
-void send_fd(int socket, int fd) {
+// One byte with room for one descriptor beside it (SCM_RIGHTS): what passes the
+// notification descriptor from the filtered child to this process.
+struct OneDescriptorMessage {
   char byte = 0;
   iovec data{&byte, 1};
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
   msghdr message{};
-  message.msg_iov = &data;
-  message.msg_iovlen = 1;
-  message.msg_control = control;
-  message.msg_controllen = sizeof control;
-  cmsghdr* header = CMSG_FIRSTHDR(&message);
+
+  OneDescriptorMessage() {
+    message.msg_iov = &data;
+    message.msg_iovlen = 1;
+    message.msg_control = control;
+    message.msg_controllen = sizeof control;
+  }
+  OneDescriptorMessage(const OneDescriptorMessage&) = delete;
+  OneDescriptorMessage& operator=(const OneDescriptorMessage&) = delete;
+};
+
+void send_fd(int socket, int fd) {
+  OneDescriptorMessage m;
+  cmsghdr* header = CMSG_FIRSTHDR(&m.message);
   header->cmsg_level = SOL_SOCKET;
   header->cmsg_type = SCM_RIGHTS;
   header->cmsg_len = CMSG_LEN(sizeof(int));
   std::memcpy(CMSG_DATA(header), &fd, sizeof fd);
-  if (::sendmsg(socket, &message, 0) != 1) fail("passing the notification descriptor");
+  if (::sendmsg(socket, &m.message, 0) != 1) fail("passing the notification descriptor");
 }
 
 int receive_fd(int socket) {
-  char byte = 0;
-  iovec data{&byte, 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr message{};
-  message.msg_iov = &data;
-  message.msg_iovlen = 1;
-  message.msg_control = control;
-  message.msg_controllen = sizeof control;
-  if (::recvmsg(socket, &message, 0) != 1) return -1;
-  cmsghdr* header = CMSG_FIRSTHDR(&message);
+  OneDescriptorMessage m;
+  if (::recvmsg(socket, &m.message, 0) != 1) return -1;
+  cmsghdr* header = CMSG_FIRSTHDR(&m.message);
   if (header == nullptr || header->cmsg_type != SCM_RIGHTS) return -1;
   int fd = -1;
   std::memcpy(&fd, CMSG_DATA(header), sizeof fd);
