@@ -111,6 +111,9 @@ void apply_site_config(const config::SiteConfig& site, ActionRequest& r) {
     if (!r.binds.empty()) refuse(site, "-B/--bind, --mount and APPTAINER_BIND", setting);
     if (!r.scratch.empty()) refuse(site, "-S/--scratch", setting);
     if (!r.workdir.empty()) refuse(site, "-W/--workdir", setting);
+    // Nor is the working directory bound, as in Apptainer ("Not mounting current
+    // directory: user bind control is disabled by system administrator").
+    r.no_mount.emplace_back("cwd");
   }
   if (site.enable_overlay == "no") {
     if (!r.overlays.empty()) refuse(site, "-o/--overlay", "enable overlay = no");

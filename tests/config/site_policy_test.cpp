@@ -96,6 +96,12 @@ TEST(SitePolicy, UserBindControlNoRefusesUserBindsButKeepsTheSitesOwn) {
   r = capsa({"-c", conf, "exec", busybox_sif(), "cat", "/site/marker"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "site\n");
+  // Nor is the working directory bound (a folder no other bind shows), as in Apptainer.
+  const std::string cwd = runtime::testing::test_binary_directory();
+  EXPECT_EQ(capsa({"exec", busybox_sif(), "pwd"}, {}, "", cwd).out, cwd + "\n");
+  r = capsa({"-c", conf, "exec", busybox_sif(), "pwd"}, {}, "", cwd);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out, cwd + "\n");
 }
 
 TEST(SitePolicy, EnableOverlayNoRefusesOverlaysAndWritableTmpfs) {
@@ -160,6 +166,34 @@ TEST(SitePolicy, SessiondirMaxSizeBoundsWritableTmpfs) {
   EXPECT_EQ(r.out, "") << "16 MiB fit in an 8 MiB session";
   r = capsa({"exec", "--writable-tmpfs", busybox_sif(), "sh", "-c", write_16m});
   EXPECT_EQ(r.out, "written\n") << r.err;
+}
+
+TEST(SitePolicy, MemoryFsTypeRamfsHasNoSessionSizeLimit) {
+  test::TempDir dir;
+  std::string ramfs = dir.write("capsa.conf", "sessiondir max size = 8\nmemory fs type = ramfs\n");
+  auto r = capsa({"-c", ramfs, "exec", "--writable-tmpfs", busybox_sif(), "sh", "-c",
+                  "dd if=/dev/zero of=/big bs=1M count=16 2>/dev/null && echo written"});
+  EXPECT_EQ(r.out, "written\n") << "a ramfs takes no size= (the same file fails on a tmpfs: above) " << r.err;
+}
+
+TEST(SitePolicy, MountTmpResolvConfAndUtsNs) {
+  test::TempDir dir;
+  dir.write("marker", "host tmp\n");
+  std::string conf = dir.write("capsa.conf", "mount tmp = no\nconfig resolv_conf = no\nallow uts ns = no\n");
+  EXPECT_EQ(capsa({"exec", busybox_sif(), "cat", dir / "marker"}).out, "host tmp\n");
+  EXPECT_EQ(capsa({"-c", conf, "exec", busybox_sif(), "cat", dir / "marker"}).out, "") << "mount tmp = no";
+  // The image's /etc/resolv.conf is empty; the host's is not (where it has one).
+  const std::string host_resolv = test::read_file("/etc/resolv.conf");
+  if (!host_resolv.empty()) {
+    EXPECT_EQ(capsa({"exec", busybox_sif(), "cat", "/etc/resolv.conf"}).out, host_resolv);
+    EXPECT_EQ(capsa({"-c", conf, "exec", busybox_sif(), "cat", "/etc/resolv.conf"}).out, "")
+        << "config resolv_conf = no";
+  }
+  EXPECT_EQ(capsa({"exec", "--hostname", "capsa-site", busybox_sif(), "hostname"}).out, "capsa-site\n");
+  auto r = capsa({"-c", conf, "exec", "--hostname", "capsa-site", busybox_sif(), "hostname"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out, "capsa-site\n") << "allow uts ns = no";
+  EXPECT_NE(r.err.find("Not virtualizing UTS namespace by configuration"), std::string::npos) << r.err;
 }
 
 TEST(SitePolicy, AllowPidNsNoRunsWithoutAPidNamespace) {
