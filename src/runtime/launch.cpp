@@ -449,7 +449,7 @@ void launch(const ActionRequest& r) {
     enter_fakeroot_namespaces(fakeroot);
   else
     enter_container_namespaces({::getuid(), ::getgid(), r.userns});
-  make_mounts_private();
+  make_mounts_private(r.site.mount_slave);
   // The image's own files capsa needs are read on a thread of its own while the image is
   // being mounted (system calls, on this thread): unpacking the block that holds them is
   // a third of a millisecond in a gzip image. Threads may only start after the unshare.

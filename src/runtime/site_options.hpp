@@ -15,6 +15,7 @@ struct SiteOptions {
   std::string memory_fs_type = "tmpfs";                     // `memory fs type`: tmpfs or ramfs
   unsigned long session_size_mib = 64;                      // `sessiondir max size`
   bool kernel_squashfs = true;                              // `allow kernel squashfs`: root may loop-mount
+  bool mount_slave = true;                                  // `mount slave`: host mounts propagate in
 };
 
 }  // namespace capsa::runtime

@@ -12,6 +12,7 @@
 #include "../runtime/run_support.hpp"
 #include "site_prefix.hpp"
 #include "support/temp_dir.hpp"
+#include "support/test_env.hpp"
 
 namespace capsa::config {
 namespace {
@@ -194,6 +195,32 @@ TEST(SitePolicy, MountTmpResolvConfAndUtsNs) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out, "capsa-site\n") << "allow uts ns = no";
   EXPECT_NE(r.err.find("Not virtualizing UTS namespace by configuration"), std::string::npos) << r.err;
+}
+
+// A mount the host makes under a shared mount while the container runs: seen inside with
+// `mount slave = yes` (the default), not with `no`. The host side runs in a mount
+// namespace of the test's own, where it may make a shared mount (this machine's are private).
+std::string host_mount_seen_inside(const std::string& conf) {
+  test::TempDir dir;
+  std::filesystem::create_directories(dir / "shared/sub");
+  const std::string script =
+      "set -e; d=$1; capsa=$2; image=$3; conf=$4\n"
+      "mount --bind \"$d\" \"$d\"; mount --make-shared \"$d\"\n"
+      "\"$capsa\" ${conf:+-c \"$conf\"} exec -B \"$d:/data\" \"$image\" sh -c "
+      "'i=0; while [ ! -e /data/sub/marker ] && [ $i -lt 30 ]; do sleep 0.1; i=$((i+1)); done; "
+      "cat /data/sub/marker 2>/dev/null || echo absent' &\n"
+      "sleep 0.5; mount -t tmpfs capsa-test \"$d/sub\"; echo propagated > \"$d/sub/marker\"; wait $!\n";
+  auto r = test::run_process(
+      {"unshare", "-m", "sh", "-c", script, "sh", dir / "shared", test::capsa_binary(), busybox_sif(), conf});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return r.out;
+}
+
+TEST(SitePolicy, MountSlaveLetsHostMountsIn) {
+  if (!root()) GTEST_SKIP() << "making a shared mount on the host side needs root";
+  test::TempDir dir;
+  EXPECT_EQ(host_mount_seen_inside(""), "propagated\n");
+  EXPECT_EQ(host_mount_seen_inside(dir.write("capsa.conf", "mount slave = no\n")), "absent\n");
 }
 
 TEST(SitePolicy, AllowPidNsNoRunsWithoutAPidNamespace) {
