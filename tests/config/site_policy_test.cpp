@@ -3,6 +3,7 @@
 // acts on changes what the container sees or what capsa refuses, and a user's own file
 // cannot loosen the administrator's.
 #include <gtest/gtest.h>
+#include <pwd.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -131,6 +132,13 @@ TEST(SitePolicy, AllowContainerDirAndSifLimitUsersNotRoot) {
     expect_refused(sandbox_run, "allow container dir = no", no_dir);
     expect_refused(sif_run, "allow container sif = no", no_sif);
   }
+  // A directory as --overlay is a "dir" container too.
+  std::filesystem::create_directories(dir / "layer");
+  auto overlay_run = capsa({"-c", no_dir, "exec", "--overlay", dir / "layer", busybox_sif(), "echo", "ran"});
+  if (root())
+    EXPECT_EQ(overlay_run.out, "ran\n") << overlay_run.err;
+  else
+    expect_refused(overlay_run, "allow container dir = no", no_dir);
   // The other kind still runs.
   EXPECT_EQ(capsa({"-c", no_dir, "exec", busybox_sif(), "echo", "ran"}).out, "ran\n");
   EXPECT_EQ(capsa({"-c", no_sif, "exec", sandbox, "echo", "ran"}).out, "ran\n");
@@ -149,13 +157,21 @@ TEST(SitePolicy, LimitContainerPathsAndOwnersLimitUsersNotRoot) {
   auto through_link = capsa({"-c", conf, "exec", allowed / "link.sif", "echo", "ran"});
   std::string owners = allowed.write("owners.conf", "limit container owners = nobody\n");
   auto not_owner = capsa({"-c", owners, "exec", allowed / "busybox.sif", "echo", "ran"});
+  std::string groups = allowed.write("groups.conf", "limit container groups = capsa-no-such-group\n");
+  auto not_group = capsa({"-c", groups, "exec", allowed / "busybox.sif", "echo", "ran"});
   if (root()) {
     EXPECT_EQ(outside.out, "ran\n") << outside.err;
     EXPECT_EQ(not_owner.out, "ran\n") << not_owner.err;
+    EXPECT_EQ(not_group.out, "ran\n") << not_group.err;
   } else {
     expect_refused(outside, "limit container paths", conf);
     expect_refused(through_link, "limit container paths", conf);
     expect_refused(not_owner, "limit container owners", owners);
+    expect_refused(not_group, "limit container groups", groups);
+    // The image's owner is allowed: it runs.
+    const std::string me = ::getpwuid(::getuid())->pw_name;
+    std::string mine = allowed.write("mine.conf", "limit container owners = nobody, " + me + "\n");
+    EXPECT_EQ(capsa({"-c", mine, "exec", allowed / "busybox.sif", "echo", "ran"}).out, "ran\n");
   }
 }
 
