@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "convert/squashfs_writer.hpp"
+
 namespace capsa::config {
 namespace {
 
@@ -90,6 +92,17 @@ TEST(SiteConfig, AUsersFileMayTightenAndAddWhatIsAllowed) {
   EXPECT_EQ(c.limit_container_paths, std::vector<std::string>{"/mine"});
   EXPECT_EQ(c.mksquashfs_procs, 3u);
   EXPECT_EQ(c.max_loop_devices, 2u);
+}
+
+TEST(SiteConfig, MksquashfsProcsCapsTheCompressionThreads) {
+  SiteConfig limited;
+  limited.mksquashfs_procs = 1;
+  set_active_site_config(limited);
+  EXPECT_EQ(convert::compression_workers(0), 1u);
+  EXPECT_EQ(convert::compression_workers(8), 1u);
+  set_active_site_config(SiteConfig{});
+  EXPECT_EQ(convert::compression_workers(8), 8u) << "0: no limit";
+  EXPECT_GE(convert::compression_workers(0), 1u);
 }
 
 }  // namespace
