@@ -1,6 +1,7 @@
 // `capsa exec|run|shell|test [FLAGS] IMAGE [ARGS...]` and `capsa run-help IMAGE`, with
 // Apptainer's flags and environment variables. Flags end at IMAGE: everything after it
 // belongs to the command in the container.
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -10,10 +11,12 @@
 #include "cli/global_flags.hpp"
 #include "cli/refused_flags.hpp"
 #include "cli/registry_flags.hpp"
+#include "cli/site_config.hpp"
 #include "image/metadata.hpp"
 #include "runtime/bind_spec.hpp"
 #include "runtime/launch.hpp"
 #include "runtime/overlay_spec.hpp"
+#include "runtime/site_policy.hpp"
 #include "sif/image.hpp"
 #include "util/error.hpp"
 #include "util/log.hpp"
@@ -182,10 +185,15 @@ runtime::ActionRequest request_from(const std::string& action, const ActionFlags
   r.env_args = f.env;
   r.env_files = f.env_files;
   if (auto files = env_value("ENV_FILE")) r.env_files.insert(r.env_files.begin(), *files);
+  // `always use nv|rocm` in the configuration: as if every run said --nv, --rocm
+  // (--no-nv, --no-rocm still undo it, as in Apptainer); `use nvidia-container-cli`: --nv
+  // means --nvccli.
+  const config::SiteConfig& site = site_config();
   const bool no_nv = f.no_nv || env_flag("NV_OFF") || env_flag("NO_NV");
-  r.nv = (f.nv || env_flag("NV")) && !no_nv;
-  r.nvccli = (f.nvccli || env_flag("NVCCLI")) && !no_nv;
-  r.rocm = (f.rocm || env_flag("ROCM")) && !(f.no_rocm || env_flag("ROCM_OFF") || env_flag("NO_ROCM"));
+  r.nv = (f.nv || env_flag("NV") || site.always_use_nv) && !no_nv;
+  r.nvccli = (f.nvccli || env_flag("NVCCLI") || (r.nv && site.use_nvidia_container_cli)) && !no_nv;
+  r.rocm = (f.rocm || env_flag("ROCM") || site.always_use_rocm) &&
+           !(f.no_rocm || env_flag("ROCM_OFF") || env_flag("NO_ROCM"));
   r.cdi_devices = list_flag(f.devices, {});
   r.cdi_dirs = list_flag(f.cdi_dirs, {});
   // --compat is --containall --no-init --no-umask --no-eval --writable-tmpfs (action_flags.go).
@@ -224,12 +232,20 @@ runtime::ActionRequest request_from(const std::string& action, const ActionFlags
     r.namespaces.net = false;
     r.networks.clear();
   }
+  runtime::apply_site_config(site, r);
   // Last: a --disable-cache pull makes a directory that only launch() removes.
   if (r.image.starts_with("docker://") || r.image.starts_with("oras://") || r.image.starts_with("library://")) {
     RemoteImage pulled = image_for_remote_reference(r.image, f.registry, f.quiet || quiet_output(),
                                                     f.disable_cache || env_flag("DISABLE_CACHE"), r.tmpdir);
     r.image = pulled.sif;
     r.temporary_directory = pulled.temporary_directory;
+  }
+  try {
+    runtime::check_site_image(site, r.image);
+  } catch (const Error&) {
+    std::error_code ignored;
+    if (!r.temporary_directory.empty()) std::filesystem::remove_all(r.temporary_directory, ignored);
+    throw;
   }
   return r;
 }

@@ -1,6 +1,7 @@
 #include "cli/global_flags.hpp"
 
 #include "cli/refused_flags.hpp"
+#include "cli/site_config.hpp"
 #include "util/log.hpp"
 
 namespace capsa::cli {
@@ -12,6 +13,7 @@ struct GlobalFlags {
   bool verbose = false;
   bool debug = false;
   bool nocolor = false;
+  std::string config;
 };
 
 GlobalFlags& flags() {
@@ -42,12 +44,22 @@ void add_global_flags(CLI::App& app) {
   app.add_flag("-v,--verbose", f.verbose, "Print additional information");
   app.add_flag("-d,--debug", f.debug, "Print debugging information (highest verbosity)");
   app.add_flag("--nocolor", f.nocolor, "Print without colour (capsa never colours its output)");
-  add_refused_flags(app, {{"-c,--config", true, "this version of capsa reads no apptainer.conf; run without it"},
-                          {"--build-config", false, "capsa's build needs no configuration of its own"}});
-  app.parse_complete_callback([] { apply(flags()); });
+  app.add_option("-c,--config", f.config,
+                 "Use this configuration file (apptainer.conf syntax) instead of the administrator's capsa.conf; "
+                 "for anyone but root it cannot loosen the administrator's restrictions (also CAPSA_CONFIG)")
+      ->type_name("FILE");
+  add_refused_flags(app, {{"--build-config", false, "capsa's build needs no configuration of its own"}});
+  // The configuration is read before any command runs, as Apptainer does: a malformed
+  // file stops every command, and its warnings come once.
+  app.parse_complete_callback([] {
+    apply(flags());
+    site_config();
+  });
 }
 
 bool quiet_output() { return flags().quiet || flags().silent; }
+
+const std::string& config_flag() { return flags().config; }
 
 std::size_t global_flag_words(const std::vector<std::string>& args) {
   std::size_t i = 0;

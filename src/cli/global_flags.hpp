@@ -16,6 +16,9 @@ void add_global_flags(CLI::App& app);
 // Whether --quiet or --silent came before the command: no progress, no "Wrote ..." lines.
 bool quiet_output();
 
+// The FILE of -c/--config FILE, "" when not given.
+const std::string& config_flag();
+
 // How many of `args` (program name excluded) are global flags and their values, so that
 // the lean runner can find the command after them.
 std::size_t global_flag_words(const std::vector<std::string>& args);

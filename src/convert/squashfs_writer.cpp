@@ -27,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include "config/site_config.hpp"
 #include "convert/offset_file.hpp"
 #include "util/error.hpp"
 
@@ -98,6 +99,18 @@ unsigned usable_cpus() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
+}  // namespace
+
+unsigned compression_workers(unsigned requested) {
+  unsigned workers = requested != 0 ? requested : usable_cpus();
+  // The administrator's `mksquashfs procs` (0: no limit) caps it, as it caps mksquashfs.
+  if (const unsigned long limit = config::active_site_config().mksquashfs_procs; limit != 0 && workers > limit)
+    workers = static_cast<unsigned>(limit);
+  return workers;
+}
+
+namespace {
+
 int level_for(const ConvertOptions& options) {
   if (options.level) return *options.level;
   if (options.compressor == Compressor::Zstd) return kDefaultZstdLevel;
@@ -160,7 +173,7 @@ void SquashfsWriter::start(const ConvertOptions& options) {
   sq.fragments.reset(sqfs_frag_table_create(0));
   sq.blocks.reset(sqfs_block_writer_create(sq.file.get(), kDeviceBlockSize, 0));
   if (!sq.ids || !sq.fragments || !sq.blocks) throw std::bad_alloc();
-  start_processor(options.workers != 0 ? options.workers : usable_cpus());
+  start_processor(compression_workers(options.workers));
 }
 
 void SquashfsWriter::start_processor(unsigned workers) {

@@ -27,6 +27,10 @@ struct ImageCounts {
   std::uint64_t bytes = 0;
 };
 
+// The compression threads a writer uses: `requested` (ConvertOptions::workers), or with 0
+// the CPUs this process may run on; at most the configuration's `mksquashfs procs`.
+unsigned compression_workers(unsigned requested);
+
 class SquashfsWriter {
  public:
   // Releases any libsquashfs object (sqfs_destroy).

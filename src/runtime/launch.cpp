@@ -389,6 +389,8 @@ void launch(const ActionRequest& r) {
   mounts.cwd = current_directory();
   mounts.binds = r.binds;
   mounts.contain = r.contain;
+  mounts.minimal_dev = r.site.minimal_dev;
+  mounts.bind_paths = r.site.bind_paths;
   mounts.no_home = r.no_home;
   mounts.workdir = r.workdir.empty() ? "" : prepare_workdir(r.workdir, r.contain, !r.no_home && !mounts.custom_home);
   std::vector<std::string> unknown_no_mount;
@@ -447,7 +449,7 @@ void launch(const ActionRequest& r) {
     enter_fakeroot_namespaces(fakeroot);
   else
     enter_container_namespaces({::getuid(), ::getgid(), r.userns});
-  make_mounts_private();
+  make_mounts_private(r.site.mount_slave);
   // The image's own files capsa needs are read on a thread of its own while the image is
   // being mounted (system calls, on this thread): unpacking the block that holds them is
   // a third of a millisecond in a gzip image. Threads may only start after the unshare.
@@ -466,7 +468,9 @@ void launch(const ActionRequest& r) {
       read_failure = std::current_exception();
     }
   });
-  if (::mount("capsa-session", session_point.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=64m") != 0)
+  const std::string session_options = "mode=0755,size=" + std::to_string(r.site.session_size_mib) + "m";
+  if (::mount("capsa-session", session_point.c_str(), r.site.memory_fs_type.c_str(), MS_NOSUID | MS_NODEV,
+              session_options.c_str()) != 0)
     throw_errno("mounting the session tmpfs on " + session_point);
   const std::string image_root = session_point + "/image";
   if (::mkdir(image_root.c_str(), 0755) != 0) throw_errno(image_root);
@@ -475,7 +479,7 @@ void launch(const ActionRequest& r) {
     if (::mount(image.c_str(), image_root.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0)
       throw_errno("binding the sandbox " + image);
   } else {
-    driver = mount_squashfs(sif->location, image_root, privileged);
+    driver = mount_squashfs(sif->location, image_root, privileged && r.site.kernel_squashfs);
   }
   const OverlayLayers layers = mount_overlays(overlays, overlay_lock_fds, session_point, privileged);
   // While an unprivileged image's FUSE server starts, on another CPU where there is one.

@@ -12,6 +12,7 @@
 #include "runtime/fakeroot_action.hpp"
 #include "runtime/overlay_spec.hpp"
 #include "runtime/private_namespaces.hpp"
+#include "runtime/site_options.hpp"
 
 namespace capsa::runtime {
 
@@ -54,6 +55,7 @@ struct ActionRequest {
   bool rocm = false;               // --rocm: the host's AMD ROCm driver
   std::vector<std::string> cdi_devices;  // --device VENDOR/CLASS=NAME (CDI, docs/gpu.md)
   std::vector<std::string> cdi_dirs;     // --cdi-dirs; empty: /etc/cdi, /var/run/cdi
+  SiteOptions site;                      // from the administrator's configuration (site_policy.hpp)
 };
 
 // Never returns: execs the command, or throws before anything was changed on the host.

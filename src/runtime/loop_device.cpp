@@ -88,6 +88,16 @@ LoopDevice find_shared(const struct stat& backing, std::uint64_t offset, std::ui
   return found;
 }
 
+// `max loop devices` (set_max_loop_devices): a process-wide setting, as the
+// configuration is, rather than a parameter of every attach.
+unsigned long max_loop_devices = 256;
+std::string max_loop_devices_why;
+
+[[noreturn]] void refuse_beyond_limit(const std::string& file, int number) {
+  throw Error("no loop device for " + file + ": the first free one, /dev/loop" + std::to_string(number) +
+              ", is beyond the " + std::to_string(max_loop_devices) + " capsa may use " + max_loop_devices_why);
+}
+
 LoopDevice attach_new(int backing_fd, const std::string& file, std::uint64_t offset, std::uint64_t size,
                       bool read_only = true) {
   UniqueFd control(::open("/dev/loop-control", O_RDWR | O_CLOEXEC));
@@ -101,6 +111,7 @@ LoopDevice attach_new(int backing_fd, const std::string& file, std::uint64_t off
         throw NoLoopDevices("asking /dev/loop-control for a free loop device", errno);
       throw_errno("finding a free loop device");
     }
+    if (static_cast<unsigned long>(number) >= max_loop_devices) refuse_beyond_limit(file, number);
     LoopDevice device;
     device.path = "/dev/loop" + std::to_string(number);
     device.fd.reset(::open(device.path.c_str(), (read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC));
@@ -136,6 +147,11 @@ bool writable_device_maps(const struct stat& backing, std::uint64_t offset) {
 }
 
 }  // namespace
+
+void set_max_loop_devices(unsigned long max, const std::string& why) {
+  max_loop_devices = max;
+  max_loop_devices_why = why;
+}
 
 LoopDevice attach_writable_loop(int backing_fd, const std::string& file, std::uint64_t offset, std::uint64_t size) {
   struct stat backing {};

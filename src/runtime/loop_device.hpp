@@ -24,6 +24,10 @@ class NoLoopDevices : public SystemError {
   using SystemError::SystemError;
 };
 
+// `max loop devices` of the configuration: no device /dev/loopN with N >= `max` is
+// attached; `why` names the setting in the error. Default: 256, Apptainer's.
+void set_max_loop_devices(unsigned long max, const std::string& why);
+
 // Finds or attaches a device for [offset, offset+size) of `backing_fd` (`file` names it
 // in errors). A lock (/run/capsa/loop.lock) makes the scan and the attach one step, so
 // that containers of one image started at the same moment still end up on one device.

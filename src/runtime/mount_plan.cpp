@@ -75,6 +75,13 @@ NoMount parse_no_mount(const std::vector<std::string>& values, std::vector<std::
   return no;
 }
 
+std::vector<BindSpec> default_bind_paths() {
+  std::vector<BindSpec> binds(2);
+  binds[0].source = binds[0].destination = "/etc/localtime";
+  binds[1].source = binds[1].destination = "/etc/hosts";
+  return binds;
+}
+
 std::vector<MountStep> plan_mounts(const MountRequest& r) {
   std::vector<MountStep> steps;
   auto add = [&](MountStep step) { steps.push_back(std::move(step)); };
@@ -85,7 +92,7 @@ std::vector<MountStep> plan_mounts(const MountRequest& r) {
   if (!no.sys) add(MountStep{MountStep::Kind::RecursiveBind, "/sys", "/sys"});
   if (no.dev) {
     // --no-mount dev: the image's own /dev, as Apptainer leaves it.
-  } else if (r.contain) {
+  } else if (r.contain || r.minimal_dev) {
     add(MountStep{MountStep::Kind::Tmpfs, "", "/dev"});
     for (const char* device : {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"}) {
       MountStep step = host_file(device);
@@ -99,15 +106,18 @@ std::vector<MountStep> plan_mounts(const MountRequest& r) {
     add(MountStep{MountStep::Kind::RecursiveBind, "/dev", "/dev"});
   }
 
-  // Apptainer's default `bind path` entries plus its resolv.conf, which --no-mount
-  // bind-paths or their destination turn off.
-  for (const char* file : {"/etc/hosts", "/etc/localtime", "/etc/resolv.conf"}) {
-    if (skipped_bind_path(no, file)) continue;
-    if (r.generated_resolv_conf && std::string_view(file) == "/etc/resolv.conf")
-      add(session_file(file));
-    else
-      add(host_file(file));
+  // The configuration's `bind path` entries plus the host's resolv.conf, which --no-mount
+  // bind-paths or their destination turn off. With --contain only /etc/hosts and
+  // /etc/localtime stay (Apptainer's rule). A source missing on the host is skipped.
+  for (const BindSpec& b : r.bind_paths) {
+    if (skipped_bind_path(no, b.destination)) continue;
+    if (r.contain && b.destination != "/etc/hosts" && b.destination != "/etc/localtime") continue;
+    MountStep step = bind(b.source, b.destination, b.read_only);
+    step.required = false;
+    add(step);
   }
+  if (!skipped_bind_path(no, "/etc/resolv.conf"))
+    add(r.generated_resolv_conf ? session_file("/etc/resolv.conf") : host_file("/etc/resolv.conf"));
   if (r.generated_hostname) add(session_file("/etc/hostname"));
 
   if (!r.no_home && !no.home) {

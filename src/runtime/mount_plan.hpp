@@ -41,6 +41,9 @@ struct NoMount {
 // Apptainer: they come back in `unknown` for a warning.
 NoMount parse_no_mount(const std::vector<std::string>& values, std::vector<std::string>* unknown = nullptr);
 
+// Apptainer's default `bind path` entries, which the administrator's configuration replaces.
+std::vector<BindSpec> default_bind_paths();
+
 struct MountRequest {
   std::string home_source;       // the caller's home on the host
   std::string home_destination;  // where it appears (--home SRC:DEST), usually the same
@@ -48,6 +51,8 @@ struct MountRequest {
   std::string cwd;               // the caller's working directory
   std::vector<BindSpec> binds;   // -B/--mount/APPTAINER_BIND, in order
   bool contain = false;          // --contain / --containall
+  bool minimal_dev = false;      // `mount dev = minimal`: the --contain /dev without --contain
+  std::vector<BindSpec> bind_paths = default_bind_paths();  // the configuration's `bind path`
   bool no_home = false;          // --no-home
   std::string workdir;           // --workdir: backs /tmp, /var/tmp (and home with --contain)
   NoMount no_mount;              // --no-mount

@@ -63,8 +63,9 @@ void enter_container_namespaces(const Identity& caller) {
   write_proc_file("/proc/self/gid_map", std::to_string(caller.gid) + " " + std::to_string(caller.gid) + " 1\n");
 }
 
-void make_mounts_private() {
-  if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) throw_errno("making mounts private");
+void make_mounts_private(bool receive_from_host) {
+  if (::mount(nullptr, "/", nullptr, MS_REC | (receive_from_host ? MS_SLAVE : MS_PRIVATE), nullptr) != 0)
+    throw_errno("making mounts private");
 }
 
 }  // namespace capsa::runtime

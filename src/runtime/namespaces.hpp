@@ -23,7 +23,9 @@ void enter_container_namespaces(const Identity& caller);
 // the setting that causes it (user namespaces disabled, restricted, at their limit).
 [[noreturn]] void explain_user_namespace_failure(int err);
 
-// Stops mount events from propagating back to the host.
-void make_mounts_private();
+// Stops mount events from propagating back to the host. `receive_from_host` (the
+// configuration's `mount slave`, Apptainer's default): the host's later mounts (autofs)
+// still appear in the container; otherwise it sees none.
+void make_mounts_private(bool receive_from_host = false);
 
 }  // namespace capsa::runtime

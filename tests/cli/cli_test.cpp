@@ -147,8 +147,8 @@ TEST(Cli, UsageErrorsAreOneLineAndExitOne) {
        "capsa: error: --cpus is not supported (not in this version of capsa yet)\n"},
       {{"shell", "--dmtcp-launch", "ckpt", missing},
        "capsa: error: --dmtcp-launch is not supported (capsa has no DMTCP checkpointing)\n"},
-      {{"-c", "/etc/site.conf", "exec", missing, "true"},
-       "capsa: error: --config is not supported (this version of capsa reads no apptainer.conf; run without it)\n"},
+      {{"-c", "/nonexistent/site.conf", "exec", missing, "true"},
+       "capsa: error: reading the configuration /nonexistent/site.conf: No such file or directory\n"},
   };
   for (const Case& c : cases) {
     std::vector<std::string> args = {test::capsa_binary()};

@@ -33,7 +33,8 @@ TEST(RelocatedInstall, AMovedPrefixPullsAndRuns) {
   // The prefix moved as a whole: nothing may still point at "first".
   fs::rename(work / "first", work / "moved");
   const std::string capsa = work / "moved/bin/capsa";
-  for (const char* piece : {"bin/capsa", "bin/singularity", "libexec/capsa/capsa-full", "etc/capsa/nvliblist.conf"})
+  for (const char* piece :
+       {"bin/capsa", "bin/singularity", "libexec/capsa/capsa-full", "etc/capsa/nvliblist.conf", "etc/capsa/capsa.conf"})
     EXPECT_TRUE(fs::exists(work / "moved/" + piece)) << piece;
 
   // `version` is capsa-full's: the runner must find the moved prefix's copy, not one the
@@ -71,6 +72,20 @@ TEST(RelocatedInstall, AMovedPrefixPullsAndRuns) {
   auto nv = run_process({"env", "PATH=" + (work / "bin") + ":" + (host_path ? host_path : "/usr/bin:/bin"), capsa,
                          "exec", "--nv", sif, "ls", "/usr/bin/capsa-relocation-marker"});
   EXPECT_EQ(nv.exit_code, 0) << nv.out << nv.err;
+
+  // The moved prefix's capsa.conf is the administrator's file: `config global` changes it,
+  // runs see the change, and installing again keeps the edited file.
+  fs::create_directories(work / "site");
+  work.write("site/marker", "site file\n");
+  const std::string conf = work / "moved/etc/capsa/capsa.conf";
+  auto set = run_process({capsa, "config", "global", "--set", "bind path", (work / "site") + ":/site"});
+  EXPECT_EQ(set.exit_code, 0) << set.err;
+  EXPECT_NE(test::read_file(conf).find("bind path = " + (work / "site") + ":/site\n"), std::string::npos);
+  EXPECT_EQ(run_process({capsa, "exec", sif, "cat", "/site/marker"}).out, "site file\n");
+  auto again = run_process({"cmake", "--install", build_dir(), "--prefix", work / "moved"}, "", 300);
+  ASSERT_EQ(again.exit_code, 0) << again.out << again.err;
+  EXPECT_NE(test::read_file(conf).find("bind path = " + (work / "site") + ":/site\n"), std::string::npos)
+      << "a reinstall replaced the site's capsa.conf";
 }
 
 TEST(RelocatedInstall, CompletionAndManPagesAreInstalledAndWork) {

@@ -1,0 +1,21 @@
+#pragma once
+// What the administrator's configuration (config/site_config.hpp, runtime/site_policy.hpp)
+// sets for the mounts of a run; the defaults are Apptainer's.
+#include <string>
+#include <vector>
+
+#include "runtime/bind_spec.hpp"
+#include "runtime/mount_plan.hpp"
+
+namespace capsa::runtime {
+
+struct SiteOptions {
+  std::vector<BindSpec> bind_paths = default_bind_paths();  // `bind path`
+  bool minimal_dev = false;                                 // `mount dev = minimal`
+  std::string memory_fs_type = "tmpfs";                     // `memory fs type`: tmpfs or ramfs
+  unsigned long session_size_mib = 64;                      // `sessiondir max size`
+  bool kernel_squashfs = true;                              // `allow kernel squashfs`: root may loop-mount
+  bool mount_slave = true;                                  // `mount slave`: host mounts propagate in
+};
+
+}  // namespace capsa::runtime
