@@ -7,6 +7,7 @@
 #include "cli/refused_flags.hpp"
 #include "signing/report.hpp"
 #include "signing/verify.hpp"
+#include "util/error.hpp"
 #include "util/log.hpp"
 
 namespace capsa::cli {

@@ -123,6 +123,8 @@ GnupgHome GnupgHome::temporary() {
   const char* tmp = std::getenv("TMPDIR");
   std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/capsa-gnupg-XXXXXX";
   if (::mkdtemp(pattern.data()) == nullptr) throw_errno("cannot create a temporary GnuPG home in " + pattern);
+  // It only ever holds public keys: no gpg-agent is needed, so none is started.
+  std::ofstream(pattern + "/gpg.conf") << "digest-algo SHA256\nno-autostart\n";
   GnupgHome home(pattern);
   home.temporary_ = true;
   return home;
@@ -146,8 +148,13 @@ GnupgHome::~GnupgHome() {
     }
   }
   if (temporary_) {
-    std::error_code ec;
-    std::filesystem::remove_all(directory_, ec);
+    // An agent that is still exiting may remove its sockets while the tree is walked.
+    for (int attempt = 0; attempt < 20; ++attempt) {
+      std::error_code ec;
+      std::filesystem::remove_all(directory_, ec);
+      if (!ec && !std::filesystem::exists(directory_, ec)) break;
+      ::usleep(50000);
+    }
   }
 }
 

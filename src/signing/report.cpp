@@ -44,3 +44,27 @@ std::string verification_report(const VerificationResult& result) {
 }
 
 }  // namespace capsa::signing
+
+#include "sif/report.hpp"
+
+namespace capsa::signing {
+
+std::string key_list_report(const std::vector<PgpKey>& keys, bool secret, const std::string& directory) {
+  std::string out = std::string(secret ? "Private" : "Public") + " key listing (" + directory + "):\n\n";
+  // Go's tabwriter with two spaces of padding: the index column is "N)" wide, the labels
+  // column as wide as "Length (in bits):".
+  const std::size_t label_width = std::string("Length (in bits):").size() + 2;
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    const PgpKey& key = keys[i];
+    const std::string index = std::to_string(i) + ")";
+    const std::size_t index_width = index.size() + 2;
+    out +=
+        pad(index, index_width) + pad("User:", label_width) + key.name + " (" + key.comment + ") <" + key.email + ">\n";
+    out += pad("", index_width) + pad("Creation time:", label_width) + sif::format_utc(key.created) + "\n";
+    out += pad("", index_width) + pad("Fingerprint:", label_width) + key.fingerprint + "\n";
+    out += pad("", index_width) + pad("Length (in bits):", label_width) + std::to_string(key.bits) + "\n\n";
+  }
+  return out;
+}
+
+}  // namespace capsa::signing

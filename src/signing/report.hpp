@@ -12,3 +12,15 @@ namespace capsa::signing {
 std::string verification_report(const VerificationResult& result);
 
 }  // namespace capsa::signing
+
+#include <vector>
+
+#include "signing/gnupg_home.hpp"
+
+namespace capsa::signing {
+
+// `key list`: each key as Apptainer's sypgp prints it (index, user, creation time,
+// fingerprint, length), under "Public key listing (DIR):".
+std::string key_list_report(const std::vector<PgpKey>& keys, bool secret, const std::string& directory);
+
+}  // namespace capsa::signing

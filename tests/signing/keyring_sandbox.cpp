@@ -5,6 +5,8 @@
 #include <fstream>
 #include <stdexcept>
 
+#include <unistd.h>
+
 #include "signing/gnupg_home.hpp"
 #include "support/process.hpp"
 #include "support/test_env.hpp"
@@ -27,8 +29,11 @@ KeyringSandbox::~KeyringSandbox() {
   {
     // Stops any gpg-agent the test's keyring started.
     std::error_code ec;
-    if (std::filesystem::exists(keys_directory(), ec))
+    if (std::filesystem::exists(keys_directory(), ec)) {
       run_process({"gpgconf", "--homedir", keys_directory(), "--kill", "gpg-agent"});
+      // The agent removes its socket as it exits: wait for that before the directory goes.
+      for (int i = 0; i < 40 && std::filesystem::exists(keys_directory() + "/S.gpg-agent", ec); ++i) ::usleep(25000);
+    }
   }
   for (const auto& [name, value] : saved_) {
     if (value == "\x01unset")
@@ -50,8 +55,10 @@ std::string KeyringSandbox::copy_fixture(const std::string& relative, const std:
   return to;
 }
 
-std::pair<std::string, std::string> generate_pem_key_pair(const TempDir& dir, const std::string& kind) {
-  const std::string private_key = dir / (kind + "-private.pem"), public_key = dir / (kind + "-public.pem");
+std::pair<std::string, std::string> generate_pem_key_pair(const TempDir& dir, const std::string& kind,
+                                                          const std::string& name) {
+  const std::string base = name.empty() ? kind : name;
+  const std::string private_key = dir / (base + "-private.pem"), public_key = dir / (base + "-public.pem");
   std::vector<std::string> args = {"openssl", "genpkey", "-out", private_key};
   if (kind == "rsa") args.insert(args.end(), {"-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048"});
   if (kind == "ecdsa") args.insert(args.end(), {"-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256"});

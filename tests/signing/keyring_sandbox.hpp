@@ -31,9 +31,11 @@ class KeyringSandbox {
 // The fixtures' OpenPGP key ("Unit Test <unit@test.com>").
 inline constexpr const char* kUpstreamPgpFingerprint = "12045C8C0B1004D058DE4BEDA20C27EE7FF7BA84";
 
-// Generates a PEM key pair with openssl(1) into `dir`: kind "rsa", "ecdsa" or "ed25519".
+// Generates a PEM key pair with openssl(1) into `dir`: kind "rsa", "ecdsa" or "ed25519";
+// files NAME-private.pem and NAME-public.pem (NAME defaults to the kind).
 // Returns {private, public} paths.
-std::pair<std::string, std::string> generate_pem_key_pair(const TempDir& dir, const std::string& kind);
+std::pair<std::string, std::string> generate_pem_key_pair(const TempDir& dir, const std::string& kind,
+                                                          const std::string& name = "");
 
 // Flips one bit of the byte at `offset` of `path`.
 void flip_byte(const std::string& path, long offset);
