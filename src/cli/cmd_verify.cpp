@@ -21,6 +21,7 @@ void add_verify_command(CLI::App& app) {
     bool all = false;
     bool legacy = false;
     bool local = false;
+    bool json = false;
   };
   auto f = std::make_shared<Flags>();
   auto* cmd = app.add_subcommand("verify", "Verify the signatures of a SIF image");
@@ -38,8 +39,8 @@ void add_verify_command(CLI::App& app) {
              {"--certificate", true, "X.509 certificate signatures are not implemented; use --key"},
              {"--certificate-intermediates", true, "X.509 certificate signatures are not implemented"},
              {"--certificate-roots", true, "X.509 certificate signatures are not implemented"},
-             {"--ocsp-verify", false, "X.509 certificate signatures are not implemented"},
-             {"-j,--json", false, "JSON output is not implemented"}});
+             {"--ocsp-verify", false, "X.509 certificate signatures are not implemented"}});
+  cmd->add_flag("-j,--json", f->json, "Print the result as JSON, as Apptainer does (nothing on failure)");
   cmd->footer(
       "OpenPGP signatures are checked against capsa's keyring (capsa key import) and Apptainer's "
       "(~/.apptainer/keys/pgp-public); key-pair signatures against the PEM key given with --key. "
@@ -64,7 +65,7 @@ void add_verify_command(CLI::App& app) {
       log::verbose("Verifying image with key material from '" + f->key + "'");
     }
     signing::VerificationResult result = signing::verify_image(f->image, options);
-    std::cout << signing::verification_report(result) << std::flush;
+    std::cout << (f->json ? signing::verification_json(result) : signing::verification_report(result)) << std::flush;
     log::info("Verified signature(s) from image '" + f->image + "'");
   });
 }

@@ -1,6 +1,8 @@
 #include "signing/report.hpp"
 
+#include <cctype>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 
 #include "sif/format.hpp"
 
@@ -48,6 +50,30 @@ std::string verification_report(const VerificationResult& result) {
 #include "sif/report.hpp"
 
 namespace capsa::signing {
+
+std::string verification_json(const VerificationResult& result) {
+  nlohmann::ordered_json keys = nlohmann::ordered_json::array();
+  for (const auto& signature : result.signatures) {
+    // Apptainer knows an entity (name, fingerprint) only for OpenPGP signatures.
+    const bool pgp = signature.format != SignatureFormat::Dsse && !signature.signers.empty();
+    std::string fingerprint = pgp ? signature.signers.front().fingerprint : "";
+    for (char& c : fingerprint) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    for (const auto& d : signature.objects) {
+      nlohmann::ordered_json signer;
+      signer["Partition"] = std::string(sif::name_of(d.data_type));
+      signer["Name"] = pgp ? signature.signers.front().name : "unknown";
+      signer["Fingerprint"] = fingerprint;
+      signer["KeyLocal"] = pgp;
+      signer["KeyCheck"] = pgp;
+      signer["DataCheck"] = true;
+      keys.push_back({{"Signer", signer}});
+    }
+  }
+  nlohmann::ordered_json out;
+  out["Signatures"] = result.signatures.size();
+  out["SignerKeys"] = keys;
+  return out.dump(2) + "\n";
+}
 
 std::string key_list_report(const std::vector<PgpKey>& keys, bool secret, const std::string& directory) {
   std::string out = std::string(secret ? "Private" : "Public") + " key listing (" + directory + "):\n\n";

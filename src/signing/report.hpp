@@ -11,6 +11,10 @@ namespace capsa::signing {
 // and the table of objects it vouches for.
 std::string verification_report(const VerificationResult& result);
 
+// `verify --json`: Apptainer's {"Signatures":N,"SignerKeys":[{"Signer":{…}}]} with one
+// entry per verified object, indented as Go's encoder does.
+std::string verification_json(const VerificationResult& result);
+
 }  // namespace capsa::signing
 
 #include <vector>

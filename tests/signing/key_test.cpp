@@ -137,6 +137,34 @@ TEST(Key, UpstreamKeyImportsAndApptainersKeyringIsTrusted) {
             "1   |1       |NONE    |FS\n"
             "2   |1       |NONE    |FS\n");
   EXPECT_EQ(verified.err, "INFO:    Verified signature(s) from image '" + image + "'\n");
+  auto json = capsa({"-q", "verify", "--json", image});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  EXPECT_EQ(json.out,
+            "{\n"
+            "  \"Signatures\": 1,\n"
+            "  \"SignerKeys\": [\n"
+            "    {\n"
+            "      \"Signer\": {\n"
+            "        \"Partition\": \"FS\",\n"
+            "        \"Name\": \"Unit Test\",\n"
+            "        \"Fingerprint\": \"12045c8c0b1004d058de4beda20c27ee7ff7ba84\",\n"
+            "        \"KeyLocal\": true,\n"
+            "        \"KeyCheck\": true,\n"
+            "        \"DataCheck\": true\n"
+            "      }\n"
+            "    },\n"
+            "    {\n"
+            "      \"Signer\": {\n"
+            "        \"Partition\": \"FS\",\n"
+            "        \"Name\": \"Unit Test\",\n"
+            "        \"Fingerprint\": \"12045c8c0b1004d058de4beda20c27ee7ff7ba84\",\n"
+            "        \"KeyLocal\": true,\n"
+            "        \"KeyCheck\": true,\n"
+            "        \"DataCheck\": true\n"
+            "      }\n"
+            "    }\n"
+            "  ]\n"
+            "}\n");
 }
 
 TEST(Key, KeysdirChoosesTheKeyring) {
