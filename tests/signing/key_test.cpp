@@ -64,6 +64,9 @@ TEST(Key, NewpairListExportRemoveImportRoundTrip) {
   auto exported_secret = capsa({"key", "export", "--secret", "--armor", "--password-stdin", secret_file}, secret + "\n");
   ASSERT_EQ(exported_secret.exit_code, 0) << exported_secret.err;
   EXPECT_TRUE(read_file(secret_file).starts_with("-----BEGIN PGP PRIVATE KEY BLOCK-----"));
+  const std::string binary_file = sandbox.dir() / "secret.gpg";
+  ASSERT_EQ(capsa({"key", "export", "-s", "--password-stdin", binary_file}, secret + "\n").exit_code, 0);
+  EXPECT_FALSE(read_file(binary_file).starts_with("-----BEGIN"));
   EXPECT_EQ(std::filesystem::status(secret_file).permissions() & std::filesystem::perms::all,
             std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
   {
@@ -81,7 +84,11 @@ TEST(Key, NewpairListExportRemoveImportRoundTrip) {
   EXPECT_EQ(fingerprint_in(capsa({"key", "list"}).out), "");
   EXPECT_EQ(fingerprint_in(capsa({"key", "list", "--secret"}).out), "");
 
-  // Importing the exported secret key brings back both halves, and it still signs.
+  // Importing the exported secret key brings back both halves, and it still signs. A
+  // binary export (what Apptainer's pgp-secret holds) imports as well as an armored one.
+  ASSERT_EQ(capsa({"key", "import", "--password-stdin", binary_file}, secret + "\n").exit_code, 0);
+  EXPECT_EQ(fingerprint_in(capsa({"key", "list", "--secret"}).out), fingerprint);
+  ASSERT_EQ(capsa({"key", "remove", "--both", fingerprint}).exit_code, 0);
   auto imported = capsa({"key", "import", "--password-stdin", secret_file}, secret + "\n");
   ASSERT_EQ(imported.exit_code, 0) << imported.err;
   EXPECT_NE(imported.out.find("Key with fingerprint " + fingerprint + " successfully added to the private keyring"),

@@ -5,6 +5,7 @@
 
 #include "keyring_sandbox.hpp"
 #include "signing/verify.hpp"
+#include "support/process.hpp"
 #include "support/test_env.hpp"
 
 namespace capsa::signing {
@@ -242,6 +243,36 @@ TEST(Verify, AChangedSignatureIsInvalidNamingIt) {
   const auto options = with_key("ed25519-public.pem");
   const std::string error = failure_of(dsse, options);
   EXPECT_TRUE(error.find("signature object 3") != std::string::npos) << error;
+}
+
+TEST(Verify, TheCommandFailsWithOneLineAndNoOutput) {
+  KeyringSandbox sandbox;
+  const std::string corrupt = sandbox.copy_fixture("images/one-group-signed-dsse.sif", "corrupt.sif");
+  test::flip_byte(corrupt, kData2);
+  const std::string not_sif = sandbox.dir().write("not.sif", "hello");
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"verify", sif_fixture("images/one-group.sif")}, "no signature found for object group 1"},
+      {{"verify", sif_fixture("images/one-group-signed-pgp.sif")}, "which is not in the keyring"},
+      {{"verify", "--key", sif_fixture("keys/pgp-public.asc"), sif_fixture("images/one-group-signed-dsse.sif")},
+       "not a PEM public key"},
+      {{"verify", "--key", sif_fixture("keys/ecdsa-public.pem"), sif_fixture("images/one-group-signed-dsse.sif")},
+       "was not made by the key given with --key"},
+      {{"verify", "--key", sif_fixture("keys/rsa-public.pem"), corrupt}, "object 2 (FS): its data changed"},
+      {{"verify", sandbox.dir() / "missing.sif"}, "missing.sif: No such file or directory"},
+      {{"verify", not_sif}, "not.sif: not a SIF image"},
+      {{"verify", "--sif-id", "9", sif_fixture("images/one-group-signed-pgp.sif")}, "there is no object 9"},
+      {{"verify", "--url", "https://keys.example.org", sif_fixture("images/one-group-signed-pgp.sif")},
+       "--url is not supported"},
+  };
+  for (const auto& [args, phrase] : cases) {
+    std::vector<std::string> argv = {test::capsa_binary()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    auto result = test::run_process(argv);
+    EXPECT_EQ(result.exit_code, 1) << phrase;
+    EXPECT_EQ(result.out, "") << phrase;
+    EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1) << result.err;
+    EXPECT_NE(result.err.find(phrase), std::string::npos) << result.err;
+  }
 }
 
 }  // namespace
