@@ -94,11 +94,12 @@ void add_newpair(CLI::App& key) {
     std::string user_id = f->name;
     if (!f->comment.empty()) user_id += " (" + f->comment + ")";
     user_id += " <" + f->email + ">";
-    std::cout << "Generating Entity and OpenPGP Key Pair... " << std::flush;
     signing::GnupgHome keyring = signing::open_user_keyring();
     const std::string fingerprint = keyring.create_key(user_id, f->bits, passphrase);
     std::fill(passphrase.begin(), passphrase.end(), '\0');
-    std::cout << "done\nKey with fingerprint " << fingerprint << " added to " << keyring.directory() << "\n";
+    // Printed once the key exists, so that a failure leaves no half line behind.
+    std::cout << "Generating Entity and OpenPGP Key Pair... done\nKey with fingerprint " << fingerprint << " added to "
+              << keyring.directory() << "\n";
   });
 }
 

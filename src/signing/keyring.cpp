@@ -38,6 +38,11 @@ std::string apptainer_public_keyring() {
   return dir + "/pgp-public";
 }
 
+std::vector<std::string> global_public_keyrings() {
+  return {"/etc/apptainer/global-pgp-public", "/usr/local/etc/apptainer/global-pgp-public",
+          "/etc/singularity/global-pgp-public"};
+}
+
 GnupgHome open_user_keyring() { return GnupgHome(capsa_keys_directory()); }
 
 GnupgHome trusted_public_keys() {
@@ -48,17 +53,19 @@ GnupgHome trusted_public_keys() {
     std::string keys = user.export_public("", false);
     if (!keys.empty()) trusted.import(keys);
   }
-  const std::string apptainer = apptainer_public_keyring();
-  if (std::filesystem::exists(apptainer)) {
-    std::ifstream in(apptainer, std::ios::binary);
+  std::vector<std::string> files = {apptainer_public_keyring()};
+  for (const auto& global : global_public_keyrings()) files.push_back(global);
+  for (const auto& file : files) {
+    std::error_code ec;
+    if (!std::filesystem::exists(file, ec)) continue;
+    std::ifstream in(file, std::ios::binary);
     std::stringstream bytes;
     bytes << in.rdbuf();
-    if (!bytes.str().empty()) {
-      try {
-        trusted.import(bytes.str());
-      } catch (const Error& e) {
-        throw Error(apptainer + ": cannot read Apptainer's public keyring: " + e.what());
-      }
+    if (!in || bytes.str().empty()) continue;
+    try {
+      trusted.import(bytes.str());
+    } catch (const Error& e) {
+      throw Error(file + ": cannot read Apptainer's public keyring: " + e.what());
     }
   }
   return trusted;

@@ -5,6 +5,7 @@
 // lists written by Go's openpgp package, not GnuPG keyboxes): capsa reads pgp-public as
 // well when it verifies, and `capsa key import` reads either file.
 #include <string>
+#include <vector>
 
 #include "signing/gnupg_home.hpp"
 
@@ -17,8 +18,12 @@ std::string apptainer_public_keyring();
 // The user's keyring, created on first use.
 GnupgHome open_user_keyring();
 
-// A throw-away home holding every public key the user trusts: capsa's keyring and
-// Apptainer's public keyring. What verification checks signatures against.
+// Apptainer's system-wide public keyrings an administrator may have filled
+// (global-pgp-public under /etc/apptainer, /usr/local/etc/apptainer, /etc/singularity).
+std::vector<std::string> global_public_keyrings();
+
+// A throw-away home holding every public key the user trusts: capsa's keyring,
+// Apptainer's public keyring and the global ones. What verification checks signatures against.
 GnupgHome trusted_public_keys();
 
 }  // namespace capsa::signing
