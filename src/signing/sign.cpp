@@ -1,5 +1,6 @@
 #include "signing/sign.hpp"
 
+#include <algorithm>
 #include <set>
 
 #include "sif/image.hpp"
@@ -91,6 +92,11 @@ SignResult sign_image(const std::string& path, const SignOptions& options) {
       result.signer = choose_secret_key(*keyring, options);
       entity = fingerprint_bytes(result.signer);
     }
+    const auto free_slots =
+        std::count_if(image.slots().begin(), image.slots().end(), [](const auto& d) { return !d.used; });
+    if (static_cast<std::size_t>(free_slots) < groups.size())
+      throw Error(path + ": " + std::to_string(groups.size()) + " signature(s) to add but only " +
+                  std::to_string(free_slots) + " free descriptor slot(s); nothing was signed");
     for (const auto& group : groups) {
       const std::string metadata = to_json(compute_metadata(image, group.group_id, group.objects));
       std::string signature;

@@ -5,8 +5,9 @@
 #include <filesystem>
 
 #include "keyring_sandbox.hpp"
-#include "signing/dsse.hpp"
 #include "sif/image.hpp"
+#include "sif/writer.hpp"
+#include "signing/dsse.hpp"
 #include "support/process.hpp"
 #include "support/test_env.hpp"
 
@@ -156,6 +157,20 @@ TEST(Sign, BadInputIsOneLineAndChangesNothing) {
   auto nothing = capsa({"sign", "--key", private_key, empty});
   EXPECT_NE(nothing.err.find("the image has no object groups, so there is nothing to sign"), std::string::npos)
       << nothing.err;
+  // Two groups to sign and one free slot: nothing is added, rather than half the signatures.
+  const std::string crowded = sandbox.copy_fixture("images/two-groups.sif", "crowded.sif");
+  for (int i = 0; i < 44; ++i) {
+    sif::ObjectInput filler;
+    filler.data = "x";
+    sif::add_object(crowded, filler, 0);
+  }
+  const std::string crowded_before = read_file(crowded);
+  auto full = capsa({"sign", "--key", private_key, crowded});
+  EXPECT_NE(full.err.find("2 signature(s) to add but only 1 free descriptor slot(s); nothing was signed"),
+            std::string::npos)
+      << full.err;
+  EXPECT_EQ(read_file(crowded), crowded_before);
+
   const std::string image = sandbox.copy_fixture("images/one-group.sif", "one.sif");
   const std::string before = read_file(image);
   for (const auto& [args, phrase] : std::vector<std::pair<std::vector<std::string>, std::string>>{
