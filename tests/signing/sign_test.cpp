@@ -67,6 +67,31 @@ TEST(Sign, EachPemKeyTypeSignsWhatVerifyAndSiftoolAccept) {
   }
 }
 
+TEST(Sign, AnEncryptedPemKeyTakesItsPassPhraseFromStandardInput) {
+  KeyringSandbox sandbox;
+  const std::string key = sandbox.dir() / "encrypted.pem", pub = sandbox.dir() / "encrypted-public.pem";
+  // The test's own throw-away pass-phrase: given to openssl here, to capsa on stdin only.
+  ASSERT_EQ(
+      run_process({"openssl", "genpkey", "-algorithm", "ED25519", "-aes256", "-pass", "pass:opensesame", "-out", key})
+          .exit_code,
+      0);
+  ASSERT_EQ(
+      run_process({"openssl", "pkey", "-in", key, "-passin", "pass:opensesame", "-pubout", "-out", pub}).exit_code, 0);
+  const std::string image = sandbox.copy_fixture("images/one-group.sif", "encrypted.sif");
+  const std::string before = read_file(image);
+  auto none = capsa({"sign", "--key", key, image});
+  EXPECT_NE(none.err.find("encrypted.pem: the private key is encrypted; give its pass-phrase with --password-stdin"),
+            std::string::npos)
+      << none.err;
+  auto wrong = capsa({"sign", "--key", key, "--password-stdin", image}, "closesesame\n");
+  EXPECT_NE(wrong.err.find("wrong pass-phrase for the private key"), std::string::npos) << wrong.err;
+  EXPECT_EQ(wrong.err.find("closesesame"), std::string::npos);
+  EXPECT_EQ(read_file(image), before);
+  auto right = capsa({"-q", "sign", "--key", key, "--password-stdin", image}, "opensesame\n");
+  ASSERT_EQ(right.exit_code, 0) << right.err;
+  EXPECT_EQ(capsa({"-q", "verify", "--key", pub, image}).exit_code, 0);
+}
+
 TEST(Sign, SignedMetadataIsTheReferenceSignersByteForByte) {
   KeyringSandbox sandbox;
   auto [private_key, public_key] = test::generate_pem_key_pair(sandbox.dir(), "ed25519");
