@@ -15,19 +15,19 @@ esac
 # Building: lib{zstd,lz4,lzma}-dev and zlib1g-dev also give the archives linked into the
 # runner (src/cli/CMakeLists.txt); libseccomp-dev: the emulated --fakeroot filter;
 # libcap-dev: the capability flags (--drop-caps, --no-privs); libyaml-cpp-dev: CDI device
-# specs written as YAML (--device).
+# specs written as YAML (--device); libgpgme-dev: OpenPGP signatures and keys (sign, verify, key).
 packages="
   build-essential cmake ninja-build pkg-config git
-  libcli11-dev nlohmann-json3-dev libyaml-cpp-dev libssl-dev
+  libcli11-dev nlohmann-json3-dev libyaml-cpp-dev libssl-dev libgpgme-dev
   libsquashfs-dev libzstd-dev liblz4-dev liblzma-dev zlib1g-dev
   libarchive-dev libcurl4-openssl-dev libfuse3-dev libseccomp-dev libcap-dev
 "
 # Running: FUSE for unprivileged containers, newuidmap/newgidmap for --fakeroot with subuid
 # ranges; e2fsprogs, fuse2fs and fuse-overlayfs for ext3 overlays (--overlay, overlay
 # create). The demo: gensquashfs, a static busybox, and the local registry it pulls from
-# (skopeo pushes the demo image into it).
+# (skopeo pushes the demo image into it). gnupg: the gpg GPGME drives (sign, verify, key).
 packages="$packages
-  fuse3 squashfuse uidmap util-linux passwd file fuse2fs fuse-overlayfs e2fsprogs
+  gnupg fuse3 squashfuse uidmap util-linux passwd file fuse2fs fuse-overlayfs e2fsprogs
   squashfs-tools-ng busybox-static
   docker-registry skopeo openssl python3 python3-jwt python3-cryptography python3-bcrypt
 "

@@ -26,6 +26,10 @@ void add_registry_command(CLI::App& app);
 void add_config_command(CLI::App& app);
 // `overlay create`: ext3 overlay images and SIF overlay partitions.
 void add_overlay_command(CLI::App& app);
+// `sign`, `verify` and `key`: SIF signatures and the OpenPGP keyring (signing/).
+void add_sign_command(CLI::App& app);
+void add_verify_command(CLI::App& app);
+void add_key_command(CLI::App& app);
 // `completion bash|zsh` and the hidden `man-pages DIR`: generated from `app` itself.
 void add_completion_command(CLI::App& app);
 void add_man_pages_command(CLI::App& app);

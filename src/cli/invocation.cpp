@@ -23,13 +23,16 @@ Invocation resolve_invocation(int argc, char** argv) {
 }
 
 void hide_secret_arguments(int argc, char** argv) {
-  // -p is --password only after `registry` (exec's -p is --pid, which has no value).
-  bool registry = false;
+  // -p is --password only after `registry` (exec's -p is --pid, which has no value);
+  // -P is `key newpair`'s --password (refused, but still in argv until hidden).
+  bool registry = false, key = false;
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
     if (arg == "registry") registry = true;
+    if (arg == "key") key = true;
     char* value = nullptr;
-    for (std::string_view flag : {"--docker-password", "--password", registry ? "-p" : "--docker-password"}) {
+    for (std::string_view flag :
+         {"--docker-password", "--password", registry ? "-p" : "--docker-password", key ? "-P" : "--docker-password"}) {
       if (arg == flag && i + 1 < argc)
         value = argv[i + 1];
       else if (arg.size() > flag.size() && arg.starts_with(flag) && arg[flag.size()] == '=')

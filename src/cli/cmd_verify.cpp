@@ -1,0 +1,73 @@
+// `capsa verify`: checks an image's signatures (signing/verify.hpp) and prints who signed
+// what, as `apptainer verify`.
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.hpp"
+#include "cli/refused_flags.hpp"
+#include "signing/report.hpp"
+#include "signing/verify.hpp"
+#include "util/error.hpp"
+#include "util/log.hpp"
+
+namespace capsa::cli {
+
+void add_verify_command(CLI::App& app) {
+  struct Flags {
+    std::string image;
+    std::string key;
+    std::uint32_t group_id = 0;
+    std::uint32_t sif_id = 0;
+    bool all = false;
+    bool legacy = false;
+    bool local = false;
+    bool json = false;
+  };
+  auto f = std::make_shared<Flags>();
+  auto* cmd = app.add_subcommand("verify", "Verify the signatures of a SIF image");
+  cmd->add_option("image", f->image, "SIF image to verify")->required();
+  cmd->add_option("--key", f->key, "Verify key-pair (DSSE) signatures with this PEM public key (RSA, ECDSA, Ed25519)")
+      ->envname("APPTAINER_VERIFY_KEY");
+  auto* group = cmd->add_option("-g,--group-id,--groupid", f->group_id, "Verify the objects of this group only");
+  auto* object = cmd->add_option("-i,--sif-id,--id", f->sif_id, "Verify this object only");
+  cmd->add_flag("-a,--all", f->all, "With --legacy-insecure: verify every object on its own");
+  cmd->add_flag("--legacy-insecure", f->legacy,
+                "Verify legacy signatures (Singularity < 3.6; they do not protect the header or descriptors)");
+  cmd->add_flag("-l,--local", f->local, "Only use keys from the local keyring (capsa never asks a key server)");
+  add_refused_flags(
+      *cmd, {{"-u,--url", true, "capsa does not fetch keys from a key server; import them with `capsa key import`"},
+             {"--certificate", true, "X.509 certificate signatures are not implemented; use --key"},
+             {"--certificate-intermediates", true, "X.509 certificate signatures are not implemented"},
+             {"--certificate-roots", true, "X.509 certificate signatures are not implemented"},
+             {"--ocsp-verify", false, "X.509 certificate signatures are not implemented"}});
+  cmd->add_flag("-j,--json", f->json, "Print the result as JSON, as Apptainer does (nothing on failure)");
+  cmd->footer(
+      "OpenPGP signatures are checked against capsa's keyring (capsa key import) and Apptainer's "
+      "(~/.apptainer/keys/pgp-public); key-pair signatures against the PEM key given with --key. "
+      "Exits non-zero with one line naming the object when a signature is missing or invalid, or a signed "
+      "object, its descriptor or the header changed. See docs/signing.md.");
+  cmd->callback([f, group, object] {
+    signing::VerifyOptions options;
+    if (!f->key.empty()) options.public_key_files.push_back(f->key);
+    if (group->count() > 0) {
+      if (f->group_id == 0) throw Error("--group-id: groups are numbered from 1");
+      options.group_id = f->group_id;
+    }
+    if (object->count() > 0) {
+      if (f->sif_id == 0) throw Error("--sif-id: objects are numbered from 1");
+      options.object_id = f->sif_id;
+    }
+    options.all = f->all;
+    options.legacy = f->legacy;
+    if (f->key.empty()) {
+      log::verbose("Verifying image with PGP key material");
+    } else {
+      log::verbose("Verifying image with key material from '" + f->key + "'");
+    }
+    signing::VerificationResult result = signing::verify_image(f->image, options);
+    std::cout << (f->json ? signing::verification_json(result) : signing::verification_report(result)) << std::flush;
+    log::info("Verified signature(s) from image '" + f->image + "'");
+  });
+}
+
+}  // namespace capsa::cli

@@ -1,0 +1,61 @@
+#pragma once
+// Checking the signatures of a SIF image, the way Apptainer's `verify` does
+// (apptainer/sif pkg/integrity): every object group (or the chosen group or object) must
+// carry a signature, each signature must be valid for a trusted key, and the signed
+// digests must match the image's header, descriptors and data as they are now.
+// The one entry point other code uses (an execution control list, a `run` that refuses
+// unsigned images) is verify_image.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sif/layout.hpp"
+#include "util/error.hpp"
+
+namespace capsa::signing {
+
+struct VerifyOptions {
+  // PEM public keys: DSSE (key-pair) signatures are checked with these and PGP ones are
+  // refused, as `apptainer verify --key`. Empty: OpenPGP signatures, checked against the
+  // user's keyring (keyring.hpp).
+  std::vector<std::string> public_key_files;
+  std::optional<std::uint32_t> group_id;   // --group-id: only this group
+  std::optional<std::uint32_t> object_id;  // --sif-id: only this object
+  bool legacy = false;                     // --legacy-insecure: signatures of Singularity < 3.6 (data only)
+  bool all = false;                        // --all: with legacy, every grouped object on its own
+};
+
+enum class SignatureFormat { Pgp, Dsse, LegacyPgp };
+
+struct Signer {
+  // OpenPGP: the primary key's fingerprint (40 hex digits). Key pairs: the public key's
+  // "SHA256:…" fingerprint (OpenSSH form, what envelopes carry as keyid).
+  std::string fingerprint;
+  std::string name;  // OpenPGP: the user ID's name; key pairs: "ED25519 key" and the like
+};
+
+struct VerifiedSignature {
+  std::uint32_t signature_id = 0;
+  SignatureFormat format = SignatureFormat::Pgp;
+  std::vector<Signer> signers;
+  std::vector<sif::Descriptor> objects;  // what this signature vouches for, in ID order
+};
+
+struct VerificationResult {
+  std::vector<VerifiedSignature> signatures;
+  // The fingerprints that signed object `id` (empty when none did).
+  std::vector<std::string> signers_of(std::uint32_t id) const;
+};
+
+// A signature is missing, invalid, from an unknown key, or the image changed since it was
+// signed. The message is one line naming the image and the object or signature.
+class VerificationError : public Error {
+ public:
+  using Error::Error;
+};
+
+// Throws VerificationError (and FormatError for a file that is no SIF image).
+VerificationResult verify_image(const std::string& path, const VerifyOptions& options);
+
+}  // namespace capsa::signing

@@ -1,0 +1,221 @@
+// capsa key newpair/list/export/import/remove in a private HOME, and the keys moving to
+// and from GnuPG and Apptainer's keyring files.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "keyring_sandbox.hpp"
+#include "support/process.hpp"
+#include "support/test_env.hpp"
+
+namespace capsa::signing {
+namespace {
+
+using test::KeyringSandbox;
+using test::read_file;
+using test::run_process;
+
+test::ProcessResult capsa(const std::vector<std::string>& args, const std::string& input = "") {
+  std::vector<std::string> argv = {test::capsa_binary()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run_process(argv, input);
+}
+
+int lines(const std::string& text) { return static_cast<int>(std::count(text.begin(), text.end(), '\n')); }
+
+std::string fingerprint_in(const std::string& listing) {
+  const auto at = listing.find("Fingerprint:       ");
+  return at == std::string::npos ? "" : listing.substr(at + 19, 40);
+}
+
+TEST(Key, NewpairListExportRemoveImportRoundTrip) {
+  KeyringSandbox sandbox;
+  const std::string secret = "pass phrase 42";
+  auto made = capsa({"key", "newpair", "--name", "Key Test", "--email", "key@example.org", "--comment", "ci",
+                     "--bit-length", "2048", "--password-stdin"},
+                    secret + "\n");
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  EXPECT_EQ(made.out.find(secret), std::string::npos);
+  EXPECT_TRUE(std::filesystem::is_directory(sandbox.keys_directory()));
+  EXPECT_EQ(std::filesystem::status(sandbox.keys_directory()).permissions() & std::filesystem::perms::all,
+            std::filesystem::perms::owner_all);
+
+  auto listed = capsa({"key", "list"});
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  EXPECT_NE(listed.out.find("Public key listing (" + sandbox.keys_directory() + "):\n\n0)  User:              Key Test "
+                            "(ci) <key@example.org>\n    Creation time:     "),
+            std::string::npos)
+      << listed.out;
+  EXPECT_NE(listed.out.find("    Length (in bits):  2048\n"), std::string::npos) << listed.out;
+  const std::string fingerprint = fingerprint_in(listed.out);
+  ASSERT_EQ(fingerprint.size(), 40u);
+  EXPECT_NE(capsa({"key", "list", "--secret"}).out.find(fingerprint), std::string::npos);
+
+  // Export, armored: what GnuPG itself reads.
+  const std::string public_file = sandbox.dir() / "public.asc", secret_file = sandbox.dir() / "secret.asc";
+  auto exported = capsa({"key", "export", "--armor", public_file});
+  ASSERT_EQ(exported.exit_code, 0) << exported.err;
+  EXPECT_EQ(exported.out, "Public key with fingerprint " + fingerprint + " correctly exported to file: " + public_file + "\n");
+  EXPECT_TRUE(read_file(public_file).starts_with("-----BEGIN PGP PUBLIC KEY BLOCK-----"));
+  auto wrong = capsa({"key", "export", "--secret", "--armor", "--password-stdin", secret_file}, "not it\n");
+  EXPECT_NE(wrong.exit_code, 0);
+  EXPECT_EQ(lines(wrong.err), 1) << wrong.err;
+  auto exported_secret = capsa({"key", "export", "--secret", "--armor", "--password-stdin", secret_file}, secret + "\n");
+  ASSERT_EQ(exported_secret.exit_code, 0) << exported_secret.err;
+  EXPECT_TRUE(read_file(secret_file).starts_with("-----BEGIN PGP PRIVATE KEY BLOCK-----"));
+  const std::string binary_file = sandbox.dir() / "secret.gpg";
+  ASSERT_EQ(capsa({"key", "export", "-s", "--password-stdin", binary_file}, secret + "\n").exit_code, 0);
+  EXPECT_FALSE(read_file(binary_file).starts_with("-----BEGIN"));
+  EXPECT_EQ(std::filesystem::status(secret_file).permissions() & std::filesystem::perms::all,
+            std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  {
+    test::TempDir gnupg;
+    auto imported = run_process({"gpg", "--batch", "--homedir", gnupg.path(), "--import", public_file});
+    EXPECT_EQ(imported.exit_code, 0) << imported.err;
+    run_process({"gpgconf", "--homedir", gnupg.path(), "--kill", "gpg-agent"});
+  }
+
+  // Removing: the public key alone is refused while its secret key is there.
+  auto refused = capsa({"key", "remove", fingerprint});
+  EXPECT_NE(refused.err.find("remove both with --both"), std::string::npos) << refused.err;
+  auto removed = capsa({"key", "remove", "--both", fingerprint});
+  ASSERT_EQ(removed.exit_code, 0) << removed.err;
+  EXPECT_EQ(fingerprint_in(capsa({"key", "list"}).out), "");
+  EXPECT_EQ(fingerprint_in(capsa({"key", "list", "--secret"}).out), "");
+
+  // Importing the exported secret key brings back both halves, and it still signs. A
+  // binary export (what Apptainer's pgp-secret holds) imports as well as an armored one.
+  ASSERT_EQ(capsa({"key", "import", "--password-stdin", binary_file}, secret + "\n").exit_code, 0);
+  EXPECT_EQ(fingerprint_in(capsa({"key", "list", "--secret"}).out), fingerprint);
+  ASSERT_EQ(capsa({"key", "remove", "--both", fingerprint}).exit_code, 0);
+  auto imported = capsa({"key", "import", "--password-stdin", secret_file}, secret + "\n");
+  ASSERT_EQ(imported.exit_code, 0) << imported.err;
+  EXPECT_NE(imported.out.find("Key with fingerprint " + fingerprint + " successfully added to the private keyring"),
+            std::string::npos)
+      << imported.out;
+  EXPECT_EQ(fingerprint_in(capsa({"key", "list", "--secret"}).out), fingerprint);
+  const std::string image = sandbox.copy_fixture("images/one-group.sif", "signed.sif");
+  auto signed_ = capsa({"sign", "--password-stdin", image}, secret + "\n");
+  ASSERT_EQ(signed_.exit_code, 0) << signed_.err;
+  EXPECT_EQ(capsa({"verify", image}).exit_code, 0);
+
+  // --secret removes the secret half only; verification still works with the public half.
+  ASSERT_EQ(capsa({"key", "remove", "--secret", fingerprint}).exit_code, 0);
+  EXPECT_EQ(fingerprint_in(capsa({"key", "list", "--secret"}).out), "");
+  EXPECT_EQ(fingerprint_in(capsa({"key", "list"}).out), fingerprint);
+  EXPECT_EQ(capsa({"verify", image}).exit_code, 0);
+  ASSERT_EQ(capsa({"key", "remove", "--public", fingerprint}).exit_code, 0);
+  auto unknown = capsa({"verify", image});
+  EXPECT_NE(unknown.err.find("which is not in the keyring"), std::string::npos) << unknown.err;
+}
+
+TEST(Key, UpstreamKeyImportsAndApptainersKeyringIsTrusted) {
+  KeyringSandbox sandbox;
+  const std::string image = test::sif_fixture("images/one-group-signed-pgp.sif");
+  EXPECT_NE(capsa({"verify", image}).exit_code, 0);
+  // Apptainer's own keyring file (binary OpenPGP keys) counts without importing.
+  const std::string apptainer_keys = sandbox.dir() / "home/.apptainer/keys";
+  std::filesystem::create_directories(apptainer_keys);
+  {
+    test::TempDir gnupg;
+    run_process({"gpg", "--batch", "--homedir", gnupg.path(), "--import", test::sif_fixture("keys/pgp-public.asc")});
+    auto binary = run_process({"gpg", "--batch", "--homedir", gnupg.path(), "--export", test::kUpstreamPgpFingerprint});
+    std::ofstream(apptainer_keys + "/pgp-public", std::ios::binary) << binary.out;
+    run_process({"gpgconf", "--homedir", gnupg.path(), "--kill", "gpg-agent"});
+  }
+  auto trusted = capsa({"verify", image});
+  EXPECT_EQ(trusted.exit_code, 0) << trusted.err;
+  std::filesystem::remove(apptainer_keys + "/pgp-public");
+  auto imported = capsa({"key", "import", test::sif_fixture("keys/pgp-public.asc")});
+  ASSERT_EQ(imported.exit_code, 0) << imported.err;
+  EXPECT_EQ(imported.out, std::string("Key with fingerprint ") + test::kUpstreamPgpFingerprint +
+                              " successfully added to the public keyring\n");
+  // --local changes nothing: capsa only ever uses local keys.
+  auto verified = capsa({"verify", "--local", image});
+  ASSERT_EQ(verified.exit_code, 0) << verified.err;
+  // Apptainer's layout, line for line.
+  EXPECT_EQ(verified.out,
+            "[LOCAL]            Signing entity: Unit Test\n"
+            "[LOCAL]            Fingerprint: 12045C8C0B1004D058DE4BEDA20C27EE7FF7BA84\n"
+            "Objects verified:\n"
+            "ID  |GROUP   |LINK    |TYPE\n"
+            "------------------------------------------------\n"
+            "1   |1       |NONE    |FS\n"
+            "2   |1       |NONE    |FS\n");
+  EXPECT_EQ(verified.err, "INFO:    Verified signature(s) from image '" + image + "'\n");
+  auto json = capsa({"-q", "verify", "--json", image});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  EXPECT_EQ(json.out,
+            "{\n"
+            "  \"Signatures\": 1,\n"
+            "  \"SignerKeys\": [\n"
+            "    {\n"
+            "      \"Signer\": {\n"
+            "        \"Partition\": \"FS\",\n"
+            "        \"Name\": \"Unit Test\",\n"
+            "        \"Fingerprint\": \"12045c8c0b1004d058de4beda20c27ee7ff7ba84\",\n"
+            "        \"KeyLocal\": true,\n"
+            "        \"KeyCheck\": true,\n"
+            "        \"DataCheck\": true\n"
+            "      }\n"
+            "    },\n"
+            "    {\n"
+            "      \"Signer\": {\n"
+            "        \"Partition\": \"FS\",\n"
+            "        \"Name\": \"Unit Test\",\n"
+            "        \"Fingerprint\": \"12045c8c0b1004d058de4beda20c27ee7ff7ba84\",\n"
+            "        \"KeyLocal\": true,\n"
+            "        \"KeyCheck\": true,\n"
+            "        \"DataCheck\": true\n"
+            "      }\n"
+            "    }\n"
+            "  ]\n"
+            "}\n");
+}
+
+TEST(Key, KeysdirChoosesTheKeyring) {
+  KeyringSandbox sandbox;
+  const std::string elsewhere = sandbox.dir() / "elsewhere";
+  auto imported = capsa({"key", "import", "-d", elsewhere, test::sif_fixture("keys/pgp-public.asc")});
+  ASSERT_EQ(imported.exit_code, 0) << imported.err;
+  EXPECT_NE(capsa({"key", "list", "--keysdir", elsewhere}).out.find(test::kUpstreamPgpFingerprint), std::string::npos);
+  EXPECT_EQ(capsa({"key", "list"}).out.find(test::kUpstreamPgpFingerprint), std::string::npos);
+  const std::string exported = sandbox.dir() / "exported.asc";
+  EXPECT_EQ(capsa({"key", "export", "-d", elsewhere, "-a", exported}).exit_code, 0);
+  EXPECT_EQ(capsa({"key", "remove", "-d", elsewhere, test::kUpstreamPgpFingerprint}).exit_code, 0);
+  EXPECT_EQ(capsa({"key", "list", "-d", elsewhere}).out.find(test::kUpstreamPgpFingerprint), std::string::npos);
+  ASSERT_EQ(capsa({"key", "newpair", "-d", elsewhere, "-N", "E", "-E", "e@x", "-b", "2048", "--password-stdin"}, "")
+                .exit_code,
+            0);
+  EXPECT_NE(capsa({"key", "list", "-s", "-d", elsewhere}).out.find("User:              E () <e@x>"), std::string::npos);
+  run_process({"gpgconf", "--homedir", elsewhere, "--kill", "gpg-agent"});
+}
+
+TEST(Key, BadInputIsOneLineAndPassPhrasesStayOffTheCommandLine) {
+  KeyringSandbox sandbox;
+  const std::string not_a_key = sandbox.dir().write("not-a-key.txt", "hello\n");
+  for (const auto& [args, phrase] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"key", "import", not_a_key}, "not-a-key.txt: no OpenPGP key found"},
+           {{"key", "import", sandbox.dir() / "missing.asc"}, "missing.asc: cannot read the key file"},
+           {{"key", "export", sandbox.dir() / "out.asc"}, "the keyring holds no public key"},
+           {{"key", "remove", "0123456789ABCDEF0123456789ABCDEF01234567"}, "the keyring holds no public key"},
+           {{"key", "newpair", "-N", "A", "-E", "a@b", "--password", "hunter2"}, "--password is not supported"},
+           {{"key", "newpair", "-N", "A", "-E", "a@b", "-P", "hunter2"}, "--password is not supported"},
+           {{"key", "search", "someone"}, "'key search' is not supported"},
+           {{"key", "list", "--global"}, "--global is not supported"},
+       }) {
+    auto result = capsa(args);
+    EXPECT_EQ(result.exit_code, 1) << phrase << ": " << result.err;
+    EXPECT_EQ(lines(result.err), 1) << result.err;
+    EXPECT_NE(result.err.find(phrase), std::string::npos) << result.err;
+    EXPECT_EQ(result.err.find("hunter2"), std::string::npos) << result.err;
+    EXPECT_EQ(result.out, "") << phrase;
+  }
+  // No terminal and no --password-stdin: newpair says how to give one, and makes nothing.
+  auto no_tty = run_process({"setsid", test::capsa_binary(), "key", "newpair", "-N", "A", "-E", "a@b"});
+  EXPECT_NE(no_tty.err.find("--password-stdin"), std::string::npos) << no_tty.err;
+}
+
+}  // namespace
+}  // namespace capsa::signing
