@@ -99,7 +99,9 @@ TEST(ConfigFile, CapsasShippedFileReadsWithoutAWord) {
   for (const ConfigLine& line : file.lines()) {
     const Directive* d = find_directive(line.directive);
     ASSERT_NE(d, nullptr);
-    if (d->kind != ValueKind::list) EXPECT_EQ(line.value, d->default_value) << line.directive;
+    if (d->kind != ValueKind::list) {
+      EXPECT_EQ(line.value, d->default_value) << line.directive;
+    }
   }
 }
 
