@@ -40,8 +40,8 @@ void add_help_command(CLI::App& app) {
 // plainly instead of a parser error, so a job script fails with a message that explains
 // itself. The first group is planned; the second cannot mean anything for capsa.
 bool reject_unimplemented(const capsa::cli::Invocation& inv) {
-  static const std::vector<std::string> planned = {"instance", "sign",   "verify", "key",    "keyserver",
-                                                   "remote",   "config", "search", "delete", "buildcfg"};
+  static const std::vector<std::string> planned = {"sign",   "verify", "key",    "keyserver", "remote",
+                                                   "config", "search", "delete", "buildcfg"};
   static const std::vector<std::pair<std::string, std::string>> never = {
       {"capability", "capsa never gives containers capabilities through a setuid helper"},
       {"checkpoint", "capsa has no DMTCP checkpointing"},
@@ -91,6 +91,7 @@ int main(int argc, char** argv) {
   capsa::cli::add_push_command(app);
   capsa::cli::add_registry_command(app);
   capsa::cli::add_overlay_command(app);
+  capsa::cli::add_instance_command(app);
   add_help_command(app);
   capsa::cli::add_completion_command(app);
   capsa::cli::add_man_pages_command(app);

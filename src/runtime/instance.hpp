@@ -1,0 +1,40 @@
+#pragma once
+// `capsa instance start|run|list|stop|stats` and `exec|run|shell|test instance://NAME`
+// (docs/instances.md). An instance is a container whose namespaces outlive the command
+// that started it: instance_init.hpp describes its processes, instance_state.hpp its
+// record, instance_job.hpp how it ends with its Slurm job.
+#include <signal.h>
+
+#include <chrono>
+#include <string>
+
+#include "runtime/launch.hpp"
+
+namespace capsa::runtime {
+
+// Starts `request` (action "start": the image's start script, or "run": its runscript)
+// as the instance `name`, and returns once it can be joined; its output goes to the log
+// files of the record. Throws Error, leaving nothing running or mounted, when the name is
+// taken or invalid or the container cannot start.
+void start_instance(ActionRequest request, const std::string& name);
+
+// `instance list [--json] [--logs] [GLOB]`: Apptainer's table or JSON on stdout.
+enum class ListFormat { table, logs, json };
+void list_instances(const std::string& glob, ListFormat format);
+
+// `instance stop`: sends `signal` to the instances matching `glob` (their init passes it
+// on), waits up to `timeout` for each to end, then kills what is left. Returns when every
+// process of theirs has gone. Throws Error when no instance matches.
+void stop_instances(const std::string& glob, int signal, std::chrono::milliseconds timeout);
+
+// The signal --signal names: "TERM", "SIGTERM" or "15". Throws Error otherwise.
+int parse_signal(const std::string& text);
+
+// `instance stats [--json] NAME`.
+void print_instance_stats(const std::string& name, bool json);
+
+// `exec|run|shell|test instance://NAME`: joins the instance's namespaces and runs the
+// action there. Never returns.
+[[noreturn]] void join_instance(const ActionRequest& request);
+
+}  // namespace capsa::runtime
