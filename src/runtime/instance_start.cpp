@@ -90,6 +90,9 @@ void start_instance(ActionRequest r, const std::string& name) {
   const pid_t child = ::fork();
   if (child < 0) throw_errno("starting instance " + name);
   if (child == 0) {
+    // The name's lock goes with the starting capsa, not with the instance: a flock
+    // belongs to the open file, which this fork shares.
+    name_lock.reset();
     // The instance's own session: no terminal, no job control of the caller's shell, and
     // no process group a batch system signals with the script's.
     ::setsid();

@@ -171,7 +171,9 @@ std::optional<InstanceRecord> InstanceStore::find(const std::string& name) const
     // Half a record cannot be: save() renames complete files. Whatever this is, it
     // describes no live instance.
   }
-  if (record && record->name == name && instance_alive(*record)) return record;
+  // A record names only an instance of the store's owner: one forged to name another
+  // user's process describes nothing this user may act on.
+  if (record && record->name == name && record->uid == ::getuid() && instance_alive(*record)) return record;
   ::unlink(path.c_str());
   return std::nullopt;
 }
