@@ -13,6 +13,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <thread>
+#include <tuple>
 
 #include "runtime/instance_support.hpp"
 #include "runtime/run_support.hpp"
@@ -261,15 +262,23 @@ TEST(Instance, AStaleRecordIsNeverListedAndIsRemoved) {
   ASSERT_GT(gone, 0);
   ::waitpid(gone, nullptr, 0);
   ASSERT_EQ(capsa({"instance", "list"}).exit_code, 0);  // makes the store's directories
-  for (const auto& [suffix, pid] : std::vector<std::pair<std::string, int>>{{"-gone", gone}, {"-reused", ::getpid()}}) {
-    const std::string path = record_directory() + "/" + name + suffix + ".json";
-    json record = {{"name", name + suffix}, {"pid", pid},        {"startTime", 1},
-                   {"bootId", "x"},         {"uid", ::getuid()}, {"image", "/x.sif"}};
+  std::string boot_id = test::read_file("/proc/sys/kernel/random/boot_id");
+  boot_id.pop_back();
+  // Gone; this live process with another start time; a record of an earlier boot.
+  const std::vector<std::tuple<std::string, int, std::string>> stale = {
+      {name + "-gone", gone, boot_id}, {name + "-reused", ::getpid(), boot_id}, {name + "-rebooted", ::getpid(), "x"}};
+  for (const auto& [stale_name, pid, boot] : stale) {
+    std::string path = record_directory();
+    path.append("/").append(stale_name).append(".json");
+    json record = {{"name", stale_name}, {"pid", pid},        {"startTime", 1},
+                   {"bootId", boot},     {"uid", ::getuid()}, {"image", "/x.sif"}};
     std::ofstream(path) << record.dump();
     ASSERT_TRUE(std::filesystem::exists(path));
-    EXPECT_TRUE(listed(name + suffix).empty());
+    EXPECT_TRUE(listed(stale_name).empty());
     EXPECT_FALSE(std::filesystem::exists(path)) << "pruned when read";
-    EXPECT_NE(capsa({"exec", "instance://" + name + suffix, "true"}).exit_code, 0);
+    std::ofstream(path) << record.dump();
+    EXPECT_NE(capsa({"exec", "instance://" + stale_name, "true"}).exit_code, 0);
+    EXPECT_FALSE(std::filesystem::exists(path)) << "pruned when read";
   }
 }
 
