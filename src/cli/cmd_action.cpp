@@ -237,8 +237,8 @@ runtime::ActionRequest request_from(const std::string& action, const ActionFlags
 
 }  // namespace
 
-void add_action(CLI::App& app, const std::string& name, const std::string& description,
-                const std::vector<std::string>* args, const ActionRunner& run) {
+CLI::App* add_action(CLI::App& app, const std::string& name, const std::string& description,
+                     const std::vector<std::string>* args, const ActionRunner& run) {
   auto flags = std::make_shared<ActionFlags>();
   auto* cmd = app.add_subcommand(name, description);
   cmd->prefix_command();  // IMAGE and what follows are not capsa's flags
@@ -346,6 +346,7 @@ void add_action(CLI::App& app, const std::string& name, const std::string& descr
     else
       runtime::launch(request);
   });
+  return cmd;
 }
 
 void add_action_commands(CLI::App& app, std::string_view only, const std::vector<std::string>* args) {

@@ -23,8 +23,8 @@ void add_action_commands(CLI::App& app, std::string_view only = {}, const std::v
 // One action command with every action flag under `app`; `run` gets the request
 // (default: launch it, or join it for instance://NAME). `instance start|run` use it.
 using ActionRunner = std::function<void(runtime::ActionRequest)>;
-void add_action(CLI::App& app, const std::string& name, const std::string& description,
-                const std::vector<std::string>* args = nullptr, const ActionRunner& run = {});
+CLI::App* add_action(CLI::App& app, const std::string& name, const std::string& description,
+                     const std::vector<std::string>* args = nullptr, const ActionRunner& run = {});
 // `instance start|run|list|stop|stats`.
 void add_instance_command(CLI::App& app);
 void add_pull_command(CLI::App& app);

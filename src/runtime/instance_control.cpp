@@ -147,8 +147,8 @@ int parse_signal(const std::string& text) {
   throw Error("--signal " + text + ": not a signal (give a name such as SIGTERM, TERM, or a number)");
 }
 
-void list_instances(const std::string& glob, ListFormat format) {
-  const std::vector<InstanceRecord> records = InstanceStore::for_caller().list(glob);
+void list_instances(const std::string& glob, ListFormat format, const std::string& user) {
+  const std::vector<InstanceRecord> records = InstanceStore::for_user(user).list(glob);
   if (format == ListFormat::json) {
     nlohmann::ordered_json list = nlohmann::ordered_json::array();
     for (const InstanceRecord& r : records)
@@ -176,8 +176,8 @@ void list_instances(const std::string& glob, ListFormat format) {
   std::cout << tabulate(rows);
 }
 
-void stop_instances(const std::string& glob, int signal, std::chrono::milliseconds timeout) {
-  InstanceStore store = InstanceStore::for_caller();
+void stop_instances(const std::string& glob, int signal, std::chrono::milliseconds timeout, const std::string& user) {
+  InstanceStore store = InstanceStore::for_user(user);
   const std::vector<InstanceRecord> records = store.list(glob);
   if (records.empty())
     throw Error(glob == "*" ? std::string("no instance found")
@@ -212,9 +212,9 @@ void stop_instances(const std::string& glob, int signal, std::chrono::millisecon
   }
 }
 
-void print_instance_stats(const std::string& name, bool json) {
+void print_instance_stats(const std::string& name, bool json, const std::string& user) {
   check_instance_name(name);
-  std::optional<InstanceRecord> record = InstanceStore::for_caller().find(name);
+  std::optional<InstanceRecord> record = InstanceStore::for_user(user).find(name);
   if (!record) throw Error("no instance named " + name + " (see `capsa instance list`)");
   // capsa puts an instance in no cgroup of its own (the job's or the session's holds
   // more than the instance), so the figures are sums over the processes of its PID

@@ -49,7 +49,7 @@ std::string real_path(const std::string& path) {
 
 }  // namespace
 
-void start_instance(ActionRequest r, const std::string& name) {
+void start_instance(ActionRequest r, const std::string& name, const std::string& pid_file) {
   check_instance_name(name);
   const std::string image = real_path(r.image);  // a missing image fails here, before anything starts
   InstanceStore store = InstanceStore::for_caller();
@@ -125,6 +125,16 @@ void start_instance(ActionRequest r, const std::string& name) {
   const char* home = std::getenv("HOME");
   record.home = r.fakeroot ? "/root" : (!r.home.empty() ? r.home.substr(r.home.find(':') + 1) : (home ? home : "/"));
   store.save(record);
+  if (!pid_file.empty()) {
+    // As Apptainer: the pid and a newline, the file replaced; a failure is only a warning.
+    try {
+      UniqueFd file = open_file(pid_file, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0644);
+      const std::string text = std::to_string(record.pid) + "\n";
+      write_all(file.get(), {reinterpret_cast<const std::uint8_t*>(text.data()), text.size()});
+    } catch (const Error& e) {
+      log::warning(std::string("Failed to write pid file: ") + e.what());
+    }
+  }
   log::info("instance started successfully");
 }
 

@@ -149,15 +149,30 @@ InstanceRecord record_from_json(const std::string& text, const std::string& what
   }
 }
 
-InstanceStore InstanceStore::for_caller() {
-  const auto [user, home] = caller_name_and_home();
-  const std::string base = ::getuid() == 0 ? "/var/lib/capsa/instances" : home + "/.capsa/instances";
+InstanceStore InstanceStore::at(const std::string& user, const std::string& home, uid_t uid, bool create) {
+  const std::string base = uid == 0 ? "/var/lib/capsa/instances" : home + "/.capsa/instances";
   InstanceStore store;
   store.app_dir_ = base + "/app/" + host_name() + "/" + user;
   store.log_dir_ = base + "/logs/" + host_name() + "/" + user;
-  make_private_directories(store.app_dir_);
-  make_private_directories(store.log_dir_);
+  store.uid_ = uid;
+  if (create) {
+    make_private_directories(store.app_dir_);
+    make_private_directories(store.log_dir_);
+  }
   return store;
+}
+
+InstanceStore InstanceStore::for_caller() {
+  const auto [user, home] = caller_name_and_home();
+  return at(user, home, ::getuid(), true);
+}
+
+InstanceStore InstanceStore::for_user(const std::string& user) {
+  if (user.empty()) return for_caller();
+  if (::getuid() != 0) throw Error("--user " + user + ": only root may act on another user's instances");
+  passwd* pw = ::getpwnam(user.c_str());
+  if (pw == nullptr) throw Error("--user " + user + ": no such user");
+  return at(pw->pw_name, pw->pw_dir, pw->pw_uid, false);  // root makes nothing in their home
 }
 
 std::optional<InstanceRecord> InstanceStore::find(const std::string& name) const {
@@ -173,7 +188,7 @@ std::optional<InstanceRecord> InstanceStore::find(const std::string& name) const
   }
   // A record names only an instance of the store's owner: one forged to name another
   // user's process describes nothing this user may act on.
-  if (record && record->name == name && record->uid == ::getuid() && instance_alive(*record)) return record;
+  if (record && record->name == name && record->uid == uid_ && instance_alive(*record)) return record;
   ::unlink(path.c_str());
   return std::nullopt;
 }

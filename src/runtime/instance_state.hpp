@@ -46,6 +46,9 @@ class InstanceStore {
  public:
   // The calling user's store; its directories are made (0700) when missing.
   static InstanceStore for_caller();
+  // `user`'s store (root's -u/--user); "" is the caller's. Throws Error for anyone but
+  // root, and for a user the user database does not know.
+  static InstanceStore for_user(const std::string& user);
 
   const std::string& app_dir() const { return app_dir_; }
   const std::string& log_dir() const { return log_dir_; }
@@ -62,8 +65,10 @@ class InstanceStore {
   void remove_if(const std::string& name, pid_t pid) const;
 
  private:
+  static InstanceStore at(const std::string& user, const std::string& home, uid_t uid, bool create);
   std::string app_dir_;
   std::string log_dir_;
+  uid_t uid_ = 0;  // whose instances the store records
 };
 
 // Whether the record's init is still the process it recorded.

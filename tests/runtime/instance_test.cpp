@@ -50,7 +50,7 @@ TEST(Instance, StartsListsJoinsAndStops) {
   const std::string image = make_instance_image(dir);
   const std::string name = unique_name("basic");
   StopOnExit guard(name);
-  auto started = capsa({"instance", "start", "--contain", image, name, "first", "second"});
+  auto started = capsa({"instance", "start", "--contain", "--pid-file", dir / "pid", image, name, "first", "second"});
   ASSERT_EQ(started.exit_code, 0) << started.err;
   EXPECT_NE(started.err.find("instance started successfully"), std::string::npos) << started.err;
 
@@ -67,6 +67,8 @@ TEST(Instance, StartsListsJoinsAndStops) {
                            std::string(std::max<std::size_t>(13, name.size()) - name.size() + 4, ' ') +
                            std::to_string(pid) + "          " + image + "\n")
       << table.out;
+
+  EXPECT_EQ(test::read_file(dir / "pid"), std::to_string(pid) + "\n") << "--pid-file";
 
   // The start script's private /tmp (--contain), its arguments, and its processes.
   test::ProcessResult seen;
@@ -149,7 +151,8 @@ TEST(Instance, StopSignalTimeoutForceAndAll) {
   test::TempDir dir;
   // A start script that ignores SIGTERM: stop waits --timeout, then kills.
   const std::string image = runtime::testing::make_image(
-      dir, "stubborn", {{"/.singularity.d/startscript", "#!/bin/sh\ntrap '' TERM\nwhile :; do sleep 1; done\n", 0755}});
+      dir, "stubborn",
+      {{"/.singularity.d/startscript", "#!/bin/sh\ntrap '' INT TERM\nwhile :; do sleep 1; done\n", 0755}});
   const std::string a = unique_name("stop"), b = unique_name("stop"), prefix = a.substr(0, a.rfind('-'));
   StopOnExit guard(prefix + "-*");
   ASSERT_EQ(capsa({"instance", "start", image, a}).exit_code, 0);
@@ -172,6 +175,12 @@ TEST(Instance, StopSignalTimeoutForceAndAll) {
   ASSERT_EQ(capsa({"instance", "start", runtime::testing::busybox_sif(), a}).exit_code, 0);
   EXPECT_EQ(capsa({"instance", "stop", "-s", "10", a}).exit_code, 0);
   EXPECT_TRUE(listed(a).empty());
+  // --all: every instance of the caller (the suite's tests run one at a time).
+  ASSERT_EQ(capsa({"instance", "start", runtime::testing::busybox_sif(), a}).exit_code, 0);
+  ASSERT_EQ(capsa({"instance", "start", runtime::testing::busybox_sif(), b}).exit_code, 0);
+  auto all = capsa({"instance", "stop", "--all"});
+  EXPECT_EQ(all.exit_code, 0) << all.err;
+  EXPECT_TRUE(listed("*").empty());
   expect_nothing_left(image);
 }
 
@@ -221,6 +230,12 @@ TEST(Instance, BadInputIsOneLineAndLeavesNothing) {
     EXPECT_EQ(line_count(result.err), 1) << args[1] << ": " << result.err;
     EXPECT_TRUE(result.out.empty()) << result.out;
   }
+  if (::geteuid() != 0) {
+    auto refused = capsa({"instance", "list", "--user", "root"});
+    EXPECT_EQ(refused.exit_code, 1);
+    EXPECT_EQ(line_count(refused.err), 1) << refused.err;
+    EXPECT_NE(refused.err.find("only root"), std::string::npos) << refused.err;
+  }
   EXPECT_TRUE(listed("missing-*").empty());
   EXPECT_EQ(capsa({"instance", "stop", name}).exit_code, 0);
   expect_nothing_left(image);
@@ -251,6 +266,32 @@ TEST(Instance, AnotherUsersInstanceCannotBeJoined) {
   EXPECT_NE(forged.exit_code, 0);
   EXPECT_EQ(line_count(forged.err), 1) << forged.err;
   EXPECT_NE(forged.err.find("no instance named " + name), std::string::npos) << forged.err;
+}
+
+TEST(Instance, RootListsAndStopsAUsersInstancesWithUser) {
+  if (::geteuid() != 0) GTEST_SKIP() << "--user is root's";
+  if (!test::have_program("setpriv") || ::system("id capsa-test >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "no capsa-test user";
+  test::TempDir dir;
+  ASSERT_EQ(::chmod(dir.path().c_str(), 0755), 0);
+  const std::string image = make_instance_image(dir);
+  const std::string name = unique_name("users");
+  auto started = test::run_process(
+      {"setpriv", "--reuid=capsa-test", "--regid=capsa-test", "--init-groups", "sh", "-c",
+       "cd / && HOME=$(getent passwd capsa-test | cut -d: -f6) \"$0\" instance start " + image + " " + name,
+       test::capsa_binary()});
+  ASSERT_EQ(started.exit_code, 0) << started.err;
+  EXPECT_TRUE(listed(name).empty()) << "root's own list has only root's";
+  auto list = capsa({"instance", "list", "--json", "--user", "capsa-test", name});
+  EXPECT_EQ(json::parse(list.out)["instances"].size(), 1u) << list.out << list.err;
+  auto stats = capsa({"instance", "stats", "--json", "--user", "capsa-test", name});
+  EXPECT_EQ(stats.exit_code, 0) << stats.err;
+  EXPECT_EQ(json::parse(stats.out)["pids"], 2) << stats.out;
+  auto stopped = capsa({"instance", "stop", "--user", "capsa-test", name});
+  EXPECT_EQ(stopped.exit_code, 0) << stopped.err;
+  list = capsa({"instance", "list", "--json", "--user", "capsa-test", name});
+  EXPECT_TRUE(json::parse(list.out)["instances"].empty()) << list.out;
+  expect_nothing_left(image);
 }
 
 TEST(Instance, AStaleRecordIsNeverListedAndIsRemoved) {
