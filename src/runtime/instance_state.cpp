@@ -14,7 +14,6 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "util/atomic_file.hpp"
 #include "util/error.hpp"
 #include "util/fd.hpp"
 
@@ -212,10 +211,21 @@ std::vector<InstanceRecord> InstanceStore::list(const std::string& glob) const {
 }
 
 void InstanceStore::save(const InstanceRecord& record) const {
-  AtomicFile file(record_path(record.name), 0600);
-  const std::string text = record_to_json(record);
-  write_all(file.fd(), {reinterpret_cast<const std::uint8_t*>(text.data()), text.size()});
-  file.commit();
+  // Renamed into place complete, but not fsync'ed (AtomicFile would): a record describes a
+  // process of this boot only, so one lost in a crash is one that would have been pruned
+  // anyway, and the fsync was most of a start's time on a busy disk.
+  const std::string path = record_path(record.name), temporary = app_dir_ + "/." + record.name + ".json.new";
+  {
+    UniqueFd file = open_file(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0600);
+    const std::string text = record_to_json(record);
+    write_all(file.get(), {reinterpret_cast<const std::uint8_t*>(text.data()), text.size()});
+  }
+  if (::rename(temporary.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(temporary.c_str());
+    errno = err;
+    throw_errno("writing " + path);
+  }
 }
 
 void InstanceStore::remove_if(const std::string& name, pid_t pid) const {
