@@ -98,6 +98,7 @@ void join_instance(const ActionRequest& r) {
   if (!r.shell.empty()) env_request.host["APPTAINER_SHELL"] = r.shell;
   ComposedEnvironment env = compose_environment(env_request);
   if (!r.shell.empty()) env.process["APPTAINER_SHELL"] = env.process["SINGULARITY_SHELL"] = r.shell;
+  env.process["APPTAINER_INSTANCE"] = env.process["SINGULARITY_INSTANCE"] = name;
   enter_directory(r.pwd.empty() ? cwd : r.pwd, record->home);
   exec_in_container(action, env, image::DirectoryFiles("/"));
 }

@@ -35,6 +35,7 @@
 #include "runtime/gpu/rocm.hpp"
 #include "runtime/identity_files.hpp"
 #include "runtime/image_mount.hpp"
+#include "runtime/instance_init.hpp"
 #include "runtime/mount_plan.hpp"
 #include "runtime/mpi_launcher.hpp"
 #include "runtime/namespaces.hpp"
@@ -452,6 +453,8 @@ void launch(const ActionRequest& r) {
   // Apptainer sets both; the image's 95-apps.sh and the action script read SINGULARITY_APPNAME.
   if (!r.app.empty()) env.process["APPTAINER_APPNAME"] = env.process["SINGULARITY_APPNAME"] = r.app;
   if (r.no_eval) env.process["APPTAINER_NO_EVAL"] = env.process["SINGULARITY_NO_EVAL"] = "1";
+  if (r.namespaces.instance != nullptr)  // an instance's processes know its name, as Apptainer's
+    env.process["APPTAINER_INSTANCE"] = env.process["SINGULARITY_INSTANCE"] = r.namespaces.instance->name;
   for (const auto& warning : env.warnings) log::warning(warning);
   if (auto warning = cleanenv_drops_launcher(launcher, r.cleanenv)) log::warning(*warning);
 

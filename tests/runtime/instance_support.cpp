@@ -16,7 +16,9 @@ std::string make_instance_image(const test::TempDir& dir, const std::string& nam
   return runtime::testing::make_image(
       dir, name,
       {{"/.singularity.d/startscript",
-        "#!/bin/sh\necho \"started $*\" > /tmp/started\necho to-stdout\necho to-stderr >&2\nexec sleep 1000\n", 0755},
+        "#!/bin/sh\necho \"started $*\" > /tmp/started\necho \"$APPTAINER_INSTANCE\" > /tmp/instance-name\necho "
+        "to-stdout\necho to-stderr >&2\nexec sleep 1000\n",
+        0755},
        {"/.singularity.d/runscript",
         "#!/bin/sh\necho \"ran $*\" > /tmp/ran\nif [ \"$1\" = serve ]; then exec sleep 1000; fi\n", 0755}});
 }

@@ -86,6 +86,9 @@ TEST(Instance, StartsListsJoinsAndStops) {
   EXPECT_NE(ps.out.find("sleep 1000"), std::string::npos) << "the join sees the instance's processes:\n" << ps.out;
   EXPECT_NE(ps.out.find("    1 "), std::string::npos) << "and its PID namespace:\n" << ps.out;
   EXPECT_EQ(capsa({"exec", "instance://" + name, "true"}).exit_code, 0);
+  EXPECT_EQ(capsa({"exec", "instance://" + name, "cat", "/tmp/instance-name"}).out, name + "\n")
+      << "the start script sees APPTAINER_INSTANCE";
+  EXPECT_EQ(capsa({"exec", "instance://" + name, "sh", "-c", "echo $SINGULARITY_INSTANCE"}).out, name + "\n");
   EXPECT_EQ(capsa({"exec", "instance://" + name, "sh", "-c", "exit 7"}).exit_code, 7) << "the command's status";
   auto shell = runtime::testing::capsa({"shell", "instance://" + name}, {}, "cat /tmp/started; exit 3\n");
   EXPECT_EQ(shell.exit_code, 3) << shell.err;
