@@ -150,6 +150,35 @@ TEST(Instance, AnImageWithoutAStartScriptStaysUpUntilStopped) {
   EXPECT_EQ(capsa({"instance", "stop", name}).exit_code, 0);
 }
 
+TEST(Instance, AJoinIsInEveryNamespaceOfTheInstance) {
+  const std::string name = unique_name("namespaces");
+  StopOnExit guard(name);
+  ASSERT_EQ(capsa({"instance", "start", "--ipc", "--hostname", "inst-host", "--net", "--network", "none",
+                   runtime::testing::busybox_sif(), name})
+                .exit_code,
+            0);
+  const int pid = listed(name)[0]["pid"].get<int>();
+  for (const std::string ns : {"mnt", "pid", "ipc", "uts", "net", "user"}) {
+    const std::string theirs = std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/ns/" + ns).string();
+    auto joined = capsa({"exec", "instance://" + name, "readlink", "/proc/self/ns/" + ns});
+    EXPECT_EQ(joined.out, theirs + "\n") << ns << ": " << joined.err;
+  }
+  EXPECT_EQ(capsa({"exec", "instance://" + name, "hostname"}).out, "inst-host\n");
+  auto devices = capsa({"exec", "instance://" + name, "cat", "/proc/net/dev"});
+  EXPECT_EQ(line_count(devices.out), 3) << "two header lines and the loopback:\n" << devices.out;
+  EXPECT_EQ(capsa({"instance", "stop", name}).exit_code, 0);
+}
+
+TEST(Instance, AFakerootInstanceIsJoinedAsRoot) {
+  const std::string name = unique_name("fakeroot");
+  StopOnExit guard(name);
+  auto started = capsa({"instance", "start", "--fakeroot", runtime::testing::busybox_sif(), name});
+  ASSERT_EQ(started.exit_code, 0) << started.err;
+  auto id = capsa({"exec", "instance://" + name, "id", "-u"});
+  EXPECT_EQ(id.out, "0\n") << id.err;
+  EXPECT_EQ(capsa({"instance", "stop", name}).exit_code, 0);
+}
+
 TEST(Instance, StopSignalTimeoutForceAndAll) {
   test::TempDir dir;
   // A start script that ignores SIGTERM: stop waits --timeout, then kills.
