@@ -1,17 +1,21 @@
 // `capsa instance start|run`: the container is launched as any other (launch.hpp) in a
 // forked process of its own session, with a PID namespace whose init keeps it alive
 // (instance_init.hpp); this process waits until it can be joined, then records it.
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <initializer_list>
+#include <vector>
 
 #include "runtime/instance.hpp"
 #include "runtime/instance_init.hpp"
@@ -40,6 +44,22 @@ std::string first_line(int fd) {
 }
 
 UniqueFd open_log(const std::string& path) { return open_file(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0600); }
+
+// Closes every descriptor but 0-2 and `keep`: an instance outlives its caller, and must not
+// hold the caller's pipes or sockets (a shell's command substitution, an ssh session, a
+// batch system's channels would wait for it to end).
+void close_inherited(std::initializer_list<int> keep) {
+  std::vector<int> open;
+  if (DIR* dir = ::opendir("/proc/self/fd")) {
+    while (dirent* entry = ::readdir(dir)) {
+      const int fd = std::atoi(entry->d_name);
+      if (fd > STDERR_FILENO && fd != ::dirfd(dir)) open.push_back(fd);
+    }
+    ::closedir(dir);
+  }
+  for (int fd : open)
+    if (std::find(keep.begin(), keep.end(), fd) == keep.end()) ::close(fd);
+}
 
 std::string real_path(const std::string& path) {
   char resolved[PATH_MAX];
@@ -100,6 +120,10 @@ void start_instance(ActionRequest r, const std::string& name, const std::string&
     if (null_fd >= 0) ::dup2(null_fd, STDIN_FILENO);
     ::dup2(out.get(), STDOUT_FILENO);
     ::dup2(err.get(), STDERR_FILENO);
+    close_inherited({status.write_end.get(), step.stepd.get(), record_dir.get()});
+    out.release();  // closed just now
+    err.release();
+    status.read_end.release();
     try {
       launch(r);
     } catch (const std::exception& e) {

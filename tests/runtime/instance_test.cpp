@@ -179,6 +179,21 @@ TEST(Instance, AFakerootInstanceIsJoinedAsRoot) {
   EXPECT_EQ(capsa({"instance", "stop", name}).exit_code, 0);
 }
 
+TEST(Instance, TheInstanceHoldsNoneOfTheCallersDescriptors) {
+  // A pipe the caller left open on fd 3: `cat` sees its end only if the instance, which
+  // lives on, did not keep a copy.
+  const std::string name = unique_name("fds");
+  StopOnExit guard(name);
+  auto piped =
+      test::run_process({"sh", "-c", "(\"$0\" instance start \"$1\" \"$2\" 3>&1 >/dev/null 2>&1; echo done) | cat",
+                         test::capsa_binary(), runtime::testing::busybox_sif(), name},
+                        "", 30);
+  EXPECT_EQ(piped.exit_code, 0) << piped.err;
+  EXPECT_EQ(piped.out, "done\n");
+  EXPECT_EQ(listed(name).size(), 1u);
+  EXPECT_EQ(capsa({"instance", "stop", name}).exit_code, 0);
+}
+
 TEST(Instance, StopSignalTimeoutForceAndAll) {
   test::TempDir dir;
   // A start script that ignores SIGTERM: stop waits --timeout, then kills.
