@@ -40,4 +40,11 @@ void print_instance_stats(const std::string& name, bool json, const std::string&
 // action there. Never returns.
 [[noreturn]] void join_instance(const ActionRequest& request);
 
+// The join itself, for any live record: `request`'s action runs inside the container the
+// record's init holds. Kept images (a container of an image held between short tasks)
+// are meant to reuse this and instance_init.hpp's holder rather than a mechanism of
+// their own.
+struct InstanceRecord;
+[[noreturn]] void join_container(const InstanceRecord& record, const ActionRequest& request);
+
 }  // namespace capsa::runtime

@@ -57,7 +57,12 @@ void join_instance(const ActionRequest& r) {
   if (!record)
     throw Error("no instance named " + name + " of yours is running (`capsa instance list` shows yours; " +
                 "another user's instance cannot be joined)");
-  const std::string proc = "/proc/" + std::to_string(record->pid);
+  join_container(*record, r);
+}
+
+void join_container(const InstanceRecord& record, const ActionRequest& r) {
+  const std::string& name = record.name;
+  const std::string proc = "/proc/" + std::to_string(record.pid);
   std::vector<std::pair<UniqueFd, const Namespace*>> joins;
   for (const Namespace& ns : kNamespaces) {
     UniqueFd fd(::open((proc + "/ns/" + ns.name).c_str(), O_RDONLY | O_CLOEXEC));
@@ -68,7 +73,7 @@ void join_instance(const ActionRequest& r) {
   if (!root) throw_errno("instance " + name + ": opening its root");
   // The record may have outlived its process between the check and the opens: the
   // namespaces above belong to the recorded init only if it is still the same process.
-  if (!instance_alive(*record)) throw Error("instance " + name + " has just ended");
+  if (!instance_alive(record)) throw Error("instance " + name + " has just ended");
   const std::string cwd = current_directory();
   for (const auto& [fd, ns] : joins)
     if (::setns(fd.get(), ns->type) != 0)
@@ -76,7 +81,7 @@ void join_instance(const ActionRequest& r) {
   if (::fchdir(root.get()) != 0 || ::chroot(".") != 0) throw_errno("entering the root of instance " + name);
 
   ActionRequest action = r;
-  action.image = record->image;
+  action.image = record.image;
   Process child = Process::fork(
       {.parent_death_signal = SIGKILL, .check_parent_alive = false, .name = "the command in the instance"});
   if (!child.in_child()) {
@@ -92,14 +97,14 @@ void join_instance(const ActionRequest& r) {
   env_request.clean = r.cleanenv;
   env_request.env_args = r.env_args;
   env_request.env_files = r.env_files;
-  env_request.home = record->home;
-  env_request.image_path = record->image;
+  env_request.home = record.home;
+  env_request.image_path = record.image;
   env_request.command = r.action;
   if (!r.shell.empty()) env_request.host["APPTAINER_SHELL"] = r.shell;
   ComposedEnvironment env = compose_environment(env_request);
   if (!r.shell.empty()) env.process["APPTAINER_SHELL"] = env.process["SINGULARITY_SHELL"] = r.shell;
   env.process["APPTAINER_INSTANCE"] = env.process["SINGULARITY_INSTANCE"] = name;
-  enter_directory(r.pwd.empty() ? cwd : r.pwd, record->home);
+  enter_directory(r.pwd.empty() ? cwd : r.pwd, record.home);
   exec_in_container(action, env, image::DirectoryFiles("/"));
 }
 
