@@ -14,6 +14,7 @@
 #include "cli/site_config.hpp"
 #include "image/metadata.hpp"
 #include "runtime/bind_spec.hpp"
+#include "runtime/instance.hpp"
 #include "runtime/launch.hpp"
 #include "runtime/overlay_spec.hpp"
 #include "runtime/site_policy.hpp"
@@ -250,8 +251,10 @@ runtime::ActionRequest request_from(const std::string& action, const ActionFlags
   return r;
 }
 
-void add_action(CLI::App& app, const std::string& name, const std::string& description,
-                const std::vector<std::string>* args) {
+}  // namespace
+
+CLI::App* add_action(CLI::App& app, const std::string& name, const std::string& description,
+                     const std::vector<std::string>* args, const ActionRunner& run) {
   auto flags = std::make_shared<ActionFlags>();
   auto* cmd = app.add_subcommand(name, description);
   cmd->prefix_command();  // IMAGE and what follows are not capsa's flags
@@ -347,15 +350,20 @@ void add_action(CLI::App& app, const std::string& name, const std::string& descr
   if (name == "shell") cmd->add_option("-s,--shell", flags->shell, "Shell to run (also APPTAINER_SHELL)");
   cmd->footer(
       "IMAGE is a SIF file, a sandbox directory, or docker://REF, oras://REF or library://REF (pulled into the cache\n"
-      "first).\n"
+      "first), or instance://NAME (a running instance of yours, joined).\n"
       "Everything after IMAGE is passed to the container.");
-  cmd->callback([cmd, flags, name] {
+  cmd->callback([cmd, flags, name, run] {
     if (flags->debug) log::set_level(log::Level::debug);  // the engine's debug messages (util/log.hpp)
-    runtime::launch(request_from(name, *flags, cmd->remaining()));
+    runtime::ActionRequest request = request_from(name, *flags, cmd->remaining());
+    if (run)
+      run(std::move(request));
+    else if (request.image.starts_with("instance://"))
+      runtime::join_instance(request);
+    else
+      runtime::launch(request);
   });
+  return cmd;
 }
-
-}  // namespace
 
 void add_action_commands(CLI::App& app, std::string_view only, const std::vector<std::string>* args) {
   auto wanted = [only](std::string_view name) { return only.empty() || only == name; };

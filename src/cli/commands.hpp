@@ -1,9 +1,11 @@
 #pragma once
+#include <functional>
 #include <string_view>
 // Each file cmd_<name>.cpp registers one top-level command on the CLI11 app.
 #include <CLI/CLI.hpp>
 
 #include "cli/registry_flags.hpp"
+#include "runtime/launch.hpp"
 
 namespace capsa::cli {
 
@@ -18,6 +20,13 @@ void add_cache_command(CLI::App& app);
 // `args` (the lean runner's command line), the flags capsa refuses are registered only
 // when `args` names them (refused_flags.hpp).
 void add_action_commands(CLI::App& app, std::string_view only = {}, const std::vector<std::string>* args = nullptr);
+// One action command with every action flag under `app`; `run` gets the request
+// (default: launch it, or join it for instance://NAME). `instance start|run` use it.
+using ActionRunner = std::function<void(runtime::ActionRequest)>;
+CLI::App* add_action(CLI::App& app, const std::string& name, const std::string& description,
+                     const std::vector<std::string>* args = nullptr, const ActionRunner& run = {});
+// `instance start|run|list|stop|stats`.
+void add_instance_command(CLI::App& app);
 void add_pull_command(CLI::App& app);
 void add_build_command(CLI::App& app);
 void add_push_command(CLI::App& app);

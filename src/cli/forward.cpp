@@ -31,7 +31,7 @@ std::string full_binary() {
 void remember_arguments(char** argv) { remembered = argv; }
 
 std::string local_action(const std::vector<std::string>& args) {
-  static constexpr std::array<std::string_view, 5> actions = {"exec", "run", "shell", "test", "run-help"};
+  static constexpr std::array<std::string_view, 6> actions = {"exec", "run", "shell", "test", "run-help", "instance"};
   const std::size_t first = global_flag_words(args);
   if (first >= args.size()) return "";
   const std::string& command = args[first];

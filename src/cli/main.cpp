@@ -40,7 +40,7 @@ void add_help_command(CLI::App& app) {
 // plainly instead of a parser error, so a job script fails with a message that explains
 // itself. The first group is planned; the second cannot mean anything for capsa.
 bool reject_unimplemented(const capsa::cli::Invocation& inv) {
-  static const std::vector<std::string> planned = {"instance", "keyserver", "remote", "search", "delete", "buildcfg"};
+  static const std::vector<std::string> planned = {"keyserver", "remote", "search", "delete", "buildcfg"};
   static const std::vector<std::pair<std::string, std::string>> never = {
       {"capability", "capsa never gives containers capabilities through a setuid helper"},
       {"checkpoint", "capsa has no DMTCP checkpointing"},
@@ -94,6 +94,7 @@ int main(int argc, char** argv) {
   capsa::cli::add_sign_command(app);
   capsa::cli::add_verify_command(app);
   capsa::cli::add_key_command(app);
+  capsa::cli::add_instance_command(app);
   add_help_command(app);
   capsa::cli::add_completion_command(app);
   capsa::cli::add_man_pages_command(app);

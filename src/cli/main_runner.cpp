@@ -26,6 +26,9 @@ int main(int argc, char** argv) {
              "Documentation: docs/capsa.md");
   // Only the command being run: setting up the flags of all five is a tenth of a
   // millisecond of every container start. `capsa --help` is capsa-full's.
-  capsa::cli::add_action_commands(app, action, &inv.args);
+  if (action == "instance")
+    capsa::cli::add_instance_command(app);
+  else
+    capsa::cli::add_action_commands(app, action, &inv.args);
   return capsa::cli::run_app(app, inv);
 }

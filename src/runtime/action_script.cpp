@@ -121,6 +121,9 @@ std::string dispatch(const std::string& action) {
            "if [ -x /singularity ]; then exec /singularity \"$@\"; fi\n"
            "echo 'no runscript in this container: running /bin/sh' >&2\n"
            "exec /bin/sh \"$@\"\n";
+  if (action == "start")  // an instance (Apptainer's action script): the start script, if any
+    return "if [ -x /.singularity.d/startscript ]; then exec /.singularity.d/startscript \"$@\"; fi\n"
+           "exit 0\n";
   if (action == "shell")
     return "capsa_shell=\"${APPTAINER_SHELL:-${SINGULARITY_SHELL:-}}\"\n"
            "if [ -n \"$capsa_shell\" ] && [ -x \"$capsa_shell\" ]; then exec \"$capsa_shell\" \"$@\"; fi\n"

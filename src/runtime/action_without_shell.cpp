@@ -110,6 +110,10 @@ std::vector<std::string> action_argv_without_shell(const std::string& action, co
       throw Error("the image has neither a runscript nor /bin/sh to run (use `capsa exec IMAGE COMMAND`)");
     }
     argv.insert(argv.end(), args.begin(), args.end());
+  } else if (action == "start") {  // an instance: its start script, if any
+    if (!executable_file(root + "/.singularity.d/startscript")) return {};
+    argv = {"/.singularity.d/startscript"};
+    argv.insert(argv.end(), args.begin(), args.end());
   } else if (action == "test") {
     if (!executable_file(root + "/.singularity.d/test")) return {};
     argv = {"/.singularity.d/test"};

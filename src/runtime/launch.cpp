@@ -24,6 +24,7 @@
 #include "runtime/action_in_process.hpp"
 #include "runtime/action_script.hpp"
 #include "runtime/action_without_shell.hpp"
+#include "runtime/container_exec.hpp"
 #include "runtime/container_root.hpp"
 #include "runtime/env_script.hpp"
 #include "runtime/environment.hpp"
@@ -34,6 +35,7 @@
 #include "runtime/gpu/rocm.hpp"
 #include "runtime/identity_files.hpp"
 #include "runtime/image_mount.hpp"
+#include "runtime/instance_init.hpp"
 #include "runtime/mount_plan.hpp"
 #include "runtime/mpi_launcher.hpp"
 #include "runtime/namespaces.hpp"
@@ -167,52 +169,6 @@ std::string host_path() {
 void pass_gpu_selection(const EnvMap& host, ComposedEnvironment& env) {
   for (const char* name : {"NVIDIA_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES"})
     if (auto it = host.find(name); it != host.end() && !env.process.count(name)) env.process[name] = it->second;
-}
-
-// execve with the container's rules; returns (errno set) only when it failed. Nothing the
-// container runs may gain privileges (setuid binaries in the image included).
-void execute(const std::string& program, const std::vector<std::string>& argv_strings, const EnvMap& env) {
-  const std::vector<std::string> envp_strings = to_envp(env);
-  const std::vector<char*> argv = exec_array(argv_strings), envp = exec_array(envp_strings);
-  ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
-  ::execve(program.c_str(), argv.data(), envp.data());
-}
-
-// The image has no /bin/sh: the environment and the action are worked out in-process
-// (action_in_process.hpp, action_without_shell.hpp) and the command is executed directly.
-[[noreturn]] void exec_without_shell(const ActionRequest& r, const ActionScriptInput& input,
-                                     const image::ImageFiles& files) {
-  EnvMap process = environment_without_shell(input, files);
-  std::vector<std::string> argv_strings = action_argv_without_shell(r.action, r.args, process);
-  if (argv_strings.empty()) {  // `test` without a test script passes, as in Apptainer
-    log::info("no test script in this container");
-    std::exit(0);
-  }
-  std::string program = find_command(argv_strings[0], process);
-  execute(program, argv_strings, process);
-  int err = errno;
-  if (err == ENOENT)  // the file is there (find_command saw it): its #! interpreter is not
-    throw StatusError("\"" + argv_strings[0] + "\": its interpreter is not in the image", 127);
-  throw StatusError("\"" + argv_strings[0] + "\": " + std::strerror(err), 126);
-}
-
-[[noreturn]] void exec_in_container(const ActionRequest& r, const ComposedEnvironment& env,
-                                    const image::ImageFiles& environment_files) {
-  const bool bound_libraries = r.nv || r.nvccli || r.rocm || !r.libraries.empty();
-  const ActionScriptInput script_input{r.action, &env.process, &env.injected, bound_libraries, !r.no_eval};
-  if (::access("/bin/sh", X_OK) != 0) exec_without_shell(r, script_input, environment_files);
-  if (r.action == "exec") {
-    std::string why;
-    if (std::optional<DirectExec> direct = direct_exec(script_input, r.args, &why, environment_files)) {
-      execute(direct->program, r.args, direct->env);
-      why = "executing " + direct->program + ": " + std::strerror(errno);  // the script may still run it
-    }
-    log::debug({"the action runs through /bin/sh: ", why});
-  }
-  std::vector<std::string> argv_strings = {"/bin/sh", "-c", action_script(script_input), r.action};
-  argv_strings.insert(argv_strings.end(), r.args.begin(), r.args.end());
-  execute("/bin/sh", argv_strings, env.process);
-  throw_errno("running /bin/sh in the container");
 }
 
 // --workdir with --contain: Apptainer makes <workdir>/tmp and <workdir>/var_tmp (sticky,
@@ -501,6 +457,8 @@ void launch(const ActionRequest& r) {
   // Apptainer sets both; the image's 95-apps.sh and the action script read SINGULARITY_APPNAME.
   if (!r.app.empty()) env.process["APPTAINER_APPNAME"] = env.process["SINGULARITY_APPNAME"] = r.app;
   if (r.no_eval) env.process["APPTAINER_NO_EVAL"] = env.process["SINGULARITY_NO_EVAL"] = "1";
+  if (r.namespaces.instance != nullptr)  // an instance's processes know its name, as Apptainer's
+    env.process["APPTAINER_INSTANCE"] = env.process["SINGULARITY_INSTANCE"] = r.namespaces.instance->name;
   for (const auto& warning : env.warnings) log::warning(warning);
   if (auto warning = cleanenv_drops_launcher(launcher, r.cleanenv)) log::warning(*warning);
 

@@ -10,6 +10,7 @@
 
 #include <cstring>
 
+#include "runtime/instance_init.hpp"
 #include "runtime/pid_namespace.hpp"
 #include "util/error.hpp"
 #include "util/fd.hpp"
@@ -75,7 +76,10 @@ void enter_private_namespaces(const PrivateNamespaces& request) {
   if (request.uts && !request.hostname.empty() && ::sethostname(request.hostname.data(), request.hostname.size()) != 0)
     throw_errno("setting the container's host name to " + request.hostname);
   if (request.net) bring_up_loopback();
-  if (request.pid) enter_private_pid_namespace(request.init);
+  if (request.pid && request.instance != nullptr)
+    enter_instance_pid_namespace(*request.instance);
+  else if (request.pid)
+    enter_private_pid_namespace(request.init);
 }
 
 }  // namespace capsa::runtime

@@ -10,6 +10,8 @@
 
 namespace capsa::runtime {
 
+struct InstanceSupervision;
+
 struct PrivateNamespaces {
   bool pid = false;
   bool ipc = false;
@@ -19,6 +21,7 @@ struct PrivateNamespaces {
   std::string hostname;  // with uts: the container's host name ("" keeps the host's)
   std::string netns_path;  // --netns-path: join this network namespace (root only) instead
   int netns_fd = -1;       // netns_path opened on the host (open_netns_path): the container cannot see it
+  InstanceSupervision* instance = nullptr;  // with pid: an instance's init and monitor (instance_init.hpp)
 
   bool any() const { return pid || ipc || uts || net || netns_fd >= 0; }
 };

@@ -1,0 +1,69 @@
+#include "runtime/container_exec.hpp"
+
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+
+#include "runtime/action_in_process.hpp"
+#include "runtime/action_script.hpp"
+#include "runtime/action_without_shell.hpp"
+#include "util/error.hpp"
+#include "util/log.hpp"
+#include "util/run_program.hpp"
+
+namespace capsa::runtime {
+namespace {
+
+// execve with the container's rules; returns (errno set) only when it failed. Nothing the
+// container runs may gain privileges (setuid binaries in the image included).
+void execute(const std::string& program, const std::vector<std::string>& argv_strings, const EnvMap& env) {
+  const std::vector<std::string> envp_strings = to_envp(env);
+  const std::vector<char*> argv = exec_array(argv_strings), envp = exec_array(envp_strings);
+  ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+  ::execve(program.c_str(), argv.data(), envp.data());
+}
+
+// The image has no /bin/sh: the environment and the action are worked out in-process
+// (action_in_process.hpp, action_without_shell.hpp) and the command is executed directly.
+[[noreturn]] void exec_without_shell(const ActionRequest& r, const ActionScriptInput& input,
+                                     const image::ImageFiles& files) {
+  EnvMap process = environment_without_shell(input, files);
+  std::vector<std::string> argv_strings = action_argv_without_shell(r.action, r.args, process);
+  if (argv_strings.empty()) {  // `test` without a test script passes, as in Apptainer; so does `start`
+    if (r.action == "test") log::info("no test script in this container");
+    std::exit(0);
+  }
+  std::string program = find_command(argv_strings[0], process);
+  execute(program, argv_strings, process);
+  int err = errno;
+  if (err == ENOENT)  // the file is there (find_command saw it): its #! interpreter is not
+    throw StatusError("\"" + argv_strings[0] + "\": its interpreter is not in the image", 127);
+  throw StatusError("\"" + argv_strings[0] + "\": " + std::strerror(err), 126);
+}
+
+}  // namespace
+
+[[noreturn]] void exec_in_container(const ActionRequest& r, const ComposedEnvironment& env,
+                                    const image::ImageFiles& environment_files) {
+  const bool bound_libraries = r.nv || r.nvccli || r.rocm || !r.libraries.empty();
+  const ActionScriptInput script_input{r.action, &env.process, &env.injected, bound_libraries, !r.no_eval};
+  if (::access("/bin/sh", X_OK) != 0) exec_without_shell(r, script_input, environment_files);
+  if (r.action == "exec") {
+    std::string why;
+    if (std::optional<DirectExec> direct = direct_exec(script_input, r.args, &why, environment_files)) {
+      execute(direct->program, r.args, direct->env);
+      why = "executing " + direct->program + ": " + std::strerror(errno);  // the script may still run it
+    }
+    log::debug({"the action runs through /bin/sh: ", why});
+  }
+  std::vector<std::string> argv_strings = {"/bin/sh", "-c", action_script(script_input), r.action};
+  argv_strings.insert(argv_strings.end(), r.args.begin(), r.args.end());
+  execute("/bin/sh", argv_strings, env.process);
+  throw_errno("running /bin/sh in the container");
+}
+
+}  // namespace capsa::runtime

@@ -1,0 +1,165 @@
+// `capsa instance start|run`: the container is launched as any other (launch.hpp) in a
+// forked process of its own session, with a PID namespace whose init keeps it alive
+// (instance_init.hpp); this process waits until it can be joined, then records it.
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <initializer_list>
+#include <vector>
+
+#include "runtime/instance.hpp"
+#include "runtime/instance_init.hpp"
+#include "runtime/instance_job.hpp"
+#include "runtime/instance_state.hpp"
+#include "util/error.hpp"
+#include "util/fd.hpp"
+#include "util/log.hpp"
+#include "util/rfc3339.hpp"
+
+namespace capsa::runtime {
+namespace {
+
+// The first line the instance writes to `fd` ("ready PID" or "error MESSAGE"), "" when
+// it ended without one.
+std::string first_line(int fd) {
+  std::string text;
+  char buf[512];
+  while (text.find('\n') == std::string::npos) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return "";
+    text.append(buf, static_cast<std::size_t>(n));
+  }
+  return text.substr(0, text.find('\n'));
+}
+
+UniqueFd open_log(const std::string& path) { return open_file(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0600); }
+
+// Closes every descriptor but 0-2 and `keep`: an instance outlives its caller, and must not
+// hold the caller's pipes or sockets (a shell's command substitution, an ssh session, a
+// batch system's channels would wait for it to end).
+void close_inherited(std::initializer_list<int> keep) {
+  std::vector<int> open;
+  if (DIR* dir = ::opendir("/proc/self/fd")) {
+    while (dirent* entry = ::readdir(dir)) {
+      const int fd = std::atoi(entry->d_name);
+      if (fd > STDERR_FILENO && fd != ::dirfd(dir)) open.push_back(fd);
+    }
+    ::closedir(dir);
+  }
+  for (int fd : open)
+    if (std::find(keep.begin(), keep.end(), fd) == keep.end()) ::close(fd);
+}
+
+std::string real_path(const std::string& path) {
+  char resolved[PATH_MAX];
+  if (::realpath(path.c_str(), resolved) == nullptr) throw_errno("image " + path);
+  return resolved;
+}
+
+}  // namespace
+
+void start_instance(ActionRequest r, const std::string& name, const std::string& pid_file) {
+  check_instance_name(name);
+  const std::string image = real_path(r.image);  // a missing image fails here, before anything starts
+  InstanceStore store = InstanceStore::for_caller();
+  // One start of a name at a time: the check for a live instance and the new record are
+  // made under this lock.
+  UniqueFd name_lock = open_file(store.app_dir() + "/." + name + ".lock", O_RDWR | O_CREAT, 0600);
+  while (::flock(name_lock.get(), LOCK_EX) != 0)
+    if (errno != EINTR) throw_errno("locking the instance name " + name);
+  if (std::optional<InstanceRecord> running = store.find(name))
+    throw Error("instance " + name + " already exists (PID " + std::to_string(running->pid) + ", image " +
+                running->image + "): stop it with `capsa instance stop " + name + "` or choose another name");
+
+  InstanceRecord record;
+  record.name = name;
+  record.image = image;
+  record.uid = ::getuid();
+  record.boot_id = current_boot_id();
+  record.log_out = store.log_dir() + "/" + name + ".out";
+  record.log_err = store.log_dir() + "/" + name + ".err";
+  record.fakeroot = r.fakeroot;
+  record.created = rfc3339_utc(std::time(nullptr));
+  UniqueFd out = open_log(record.log_out), err = open_log(record.log_err);
+  UniqueFd record_dir = open_file(store.app_dir(), O_RDONLY | O_DIRECTORY);
+  SlurmStep step = current_slurm_step();
+  record.job_id = step.job_id;
+  record.step_id = step.step_id;
+  if (!step.job_id.empty() && !step.stepd)
+    log::warning("instance " + name + " runs in Slurm job " + step.job_id +
+                 " but no slurmstepd was found above this process: it will not be stopped when the job ends");
+
+  Pipe status = make_pipe();
+  InstanceSupervision supervision{status.write_end.get(), step.stepd.get(), record_dir.get(), name};
+  r.image = image;
+  r.namespaces.pid = true;
+  r.namespaces.init = true;
+  r.namespaces.instance = &supervision;
+  std::fflush(nullptr);
+  const pid_t child = ::fork();
+  if (child < 0) throw_errno("starting instance " + name);
+  if (child == 0) {
+    // The name's lock goes with the starting capsa, not with the instance: a flock
+    // belongs to the open file, which this fork shares.
+    name_lock.reset();
+    // The instance's own session: no terminal, no job control of the caller's shell, and
+    // no process group a batch system signals with the script's.
+    ::setsid();
+    const int null_fd = ::open("/dev/null", O_RDWR);
+    if (null_fd >= 0) ::dup2(null_fd, STDIN_FILENO);
+    ::dup2(out.get(), STDOUT_FILENO);
+    ::dup2(err.get(), STDERR_FILENO);
+    close_inherited({status.write_end.get(), step.stepd.get(), record_dir.get()});
+    out.release();  // closed just now
+    err.release();
+    status.read_end.release();
+    try {
+      launch(r);
+    } catch (const std::exception& e) {
+      log::error(e.what());
+      report_instance_failure(supervision, e.what());
+    }
+    std::fflush(nullptr);
+    ::_exit(1);
+  }
+  status.write_end.reset();
+  const std::string line = first_line(status.read_end.get());
+  if (!line.starts_with("ready ")) {
+    int wait_status = 0;
+    while (::waitpid(child, &wait_status, 0) < 0 && errno == EINTR) {
+    }
+    if (line.starts_with("error ")) throw Error("instance " + name + " did not start: " + line.substr(6));
+    throw Error("instance " + name + " did not start (see " + record.log_err + ")");
+  }
+  record.pid = static_cast<pid_t>(std::atol(line.c_str() + 6));
+  record.start_time = process_start_time(record.pid);
+  record.monitor = child;
+  record.monitor_start_time = process_start_time(child);
+  const char* home = std::getenv("HOME");
+  record.home = r.fakeroot ? "/root" : (!r.home.empty() ? r.home.substr(r.home.find(':') + 1) : (home ? home : "/"));
+  store.save(record);
+  if (!pid_file.empty()) {
+    // As Apptainer: the pid and a newline, the file replaced; a failure is only a warning.
+    try {
+      UniqueFd file = open_file(pid_file, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0644);
+      const std::string text = std::to_string(record.pid) + "\n";
+      write_all(file.get(), {reinterpret_cast<const std::uint8_t*>(text.data()), text.size()});
+    } catch (const Error& e) {
+      log::warning(std::string("Failed to write pid file: ") + e.what());
+    }
+  }
+  log::info("instance started successfully");
+}
+
+}  // namespace capsa::runtime

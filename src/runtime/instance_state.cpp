@@ -1,0 +1,241 @@
+#include "runtime/instance_state.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <pwd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "util/error.hpp"
+#include "util/fd.hpp"
+
+namespace capsa::runtime {
+namespace {
+
+using nlohmann::json;
+
+std::string host_name() {
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof buf - 1) != 0 || buf[0] == '\0') return "localhost";
+  return buf;
+}
+
+// The user database's name and home of the caller (uid when it has no entry).
+std::pair<std::string, std::string> caller_name_and_home() {
+  if (passwd* pw = ::getpwuid(::getuid())) return {pw->pw_name, pw->pw_dir};
+  const char* home = std::getenv("HOME");
+  return {std::to_string(::getuid()), home ? home : "/tmp"};
+}
+
+// mkdir -p with mode 0700 for the parts it makes; an existing part must be a directory.
+void make_private_directories(const std::string& path) {
+  std::string partial;
+  std::istringstream parts(path);
+  std::string part;
+  while (std::getline(parts, part, '/')) {
+    if (part.empty()) continue;
+    partial += "/" + part;
+    if (::mkdir(partial.c_str(), 0700) != 0 && errno != EEXIST) throw_errno("creating " + partial);
+  }
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) throw Error(path + " is not a directory");
+}
+
+std::string text_of(const std::string& path) {
+  std::ifstream in(path);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+}  // namespace
+
+void check_instance_name(const std::string& name) {
+  const bool valid =
+      !name.empty() && name.size() <= 128 && name[0] != '.' && std::all_of(name.begin(), name.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+      });
+  if (!valid)
+    throw Error("instance name \"" + name +
+                "\" is not valid: use 1 to 128 letters, digits, '.', '_' or '-', not starting with '.'");
+}
+
+std::uint64_t process_start_time(pid_t pid, uid_t* uid) {
+  if (pid <= 0) return 0;
+  const std::string stat = text_of("/proc/" + std::to_string(pid) + "/stat");
+  // The command name (field 2) may hold spaces and parentheses: fields start after the last ')'.
+  auto paren = stat.rfind(')');
+  if (paren == std::string::npos) return 0;
+  std::istringstream fields(stat.substr(paren + 2));
+  std::string field;
+  std::uint64_t start = 0;
+  for (int index = 3; fields >> field; ++index) {
+    if (index == 3 && field == "Z") return 0;  // a zombie is gone already
+    if (index == 22) {
+      start = std::stoull(field);
+      break;
+    }
+  }
+  if (uid != nullptr) {
+    struct stat st {};
+    if (::stat(("/proc/" + std::to_string(pid)).c_str(), &st) == 0) *uid = st.st_uid;
+  }
+  return start;
+}
+
+std::string current_boot_id() {
+  std::string id = text_of("/proc/sys/kernel/random/boot_id");
+  while (!id.empty() && (id.back() == '\n' || id.back() == ' ')) id.pop_back();
+  return id;
+}
+
+bool instance_alive(const InstanceRecord& record) {
+  if (record.boot_id != current_boot_id()) return false;
+  uid_t owner = 0;
+  const std::uint64_t start = process_start_time(record.pid, &owner);
+  return start != 0 && start == record.start_time && owner == record.uid;
+}
+
+std::string record_to_json(const InstanceRecord& r) {
+  nlohmann::ordered_json j = {{"name", r.name},
+                              {"pid", r.pid},
+                              {"startTime", r.start_time},
+                              {"monitorPid", r.monitor},
+                              {"monitorStartTime", r.monitor_start_time},
+                              {"bootId", r.boot_id},
+                              {"uid", r.uid},
+                              {"image", r.image},
+                              {"ip", r.ip},
+                              {"logOutPath", r.log_out},
+                              {"logErrPath", r.log_err},
+                              {"home", r.home},
+                              {"fakeroot", r.fakeroot},
+                              {"slurmJobId", r.job_id},
+                              {"slurmStepId", r.step_id},
+                              {"created", r.created}};
+  return j.dump(1, '\t') + "\n";
+}
+
+InstanceRecord record_from_json(const std::string& text, const std::string& what) {
+  try {
+    json j = json::parse(text);
+    InstanceRecord r;
+    r.name = j.at("name").get<std::string>();
+    r.pid = j.at("pid").get<pid_t>();
+    r.start_time = j.at("startTime").get<std::uint64_t>();
+    r.monitor = j.value("monitorPid", -1);
+    r.monitor_start_time = j.value("monitorStartTime", std::uint64_t{0});
+    r.boot_id = j.at("bootId").get<std::string>();
+    r.uid = j.at("uid").get<uid_t>();
+    r.image = j.value("image", "");
+    r.ip = j.value("ip", "");
+    r.log_out = j.value("logOutPath", "");
+    r.log_err = j.value("logErrPath", "");
+    r.home = j.value("home", "");
+    r.fakeroot = j.value("fakeroot", false);
+    r.job_id = j.value("slurmJobId", "");
+    r.step_id = j.value("slurmStepId", "");
+    r.created = j.value("created", "");
+    return r;
+  } catch (const json::exception& e) {
+    throw FormatError(what + ": not an instance record (" + e.what() + ")");
+  }
+}
+
+InstanceStore InstanceStore::at(const std::string& user, const std::string& home, uid_t uid, bool create) {
+  const std::string base = uid == 0 ? "/var/lib/capsa/instances" : home + "/.capsa/instances";
+  InstanceStore store;
+  store.app_dir_ = base + "/app/" + host_name() + "/" + user;
+  store.log_dir_ = base + "/logs/" + host_name() + "/" + user;
+  store.uid_ = uid;
+  if (create) {
+    make_private_directories(store.app_dir_);
+    make_private_directories(store.log_dir_);
+  }
+  return store;
+}
+
+InstanceStore InstanceStore::for_caller() {
+  const auto [user, home] = caller_name_and_home();
+  return at(user, home, ::getuid(), true);
+}
+
+InstanceStore InstanceStore::for_user(const std::string& user) {
+  if (user.empty()) return for_caller();
+  if (::getuid() != 0) throw Error("--user " + user + ": only root may act on another user's instances");
+  passwd* pw = ::getpwnam(user.c_str());
+  if (pw == nullptr) throw Error("--user " + user + ": no such user");
+  return at(pw->pw_name, pw->pw_dir, pw->pw_uid, false);  // root makes nothing in their home
+}
+
+std::optional<InstanceRecord> InstanceStore::find(const std::string& name) const {
+  const std::string path = record_path(name);
+  std::string text = text_of(path);
+  if (text.empty()) return std::nullopt;
+  std::optional<InstanceRecord> record;
+  try {
+    record = record_from_json(text, path);
+  } catch (const FormatError&) {
+    // Half a record cannot be: save() renames complete files. Whatever this is, it
+    // describes no live instance.
+  }
+  // A record names only an instance of the store's owner: one forged to name another
+  // user's process describes nothing this user may act on.
+  if (record && record->name == name && record->uid == uid_ && instance_alive(*record)) return record;
+  ::unlink(path.c_str());
+  return std::nullopt;
+}
+
+std::vector<InstanceRecord> InstanceStore::list(const std::string& glob) const {
+  std::vector<std::string> names;
+  if (DIR* dir = ::opendir(app_dir_.c_str())) {
+    while (dirent* entry = ::readdir(dir)) {
+      std::string file = entry->d_name;
+      if (file.size() <= 5 || file[0] == '.' || !file.ends_with(".json")) continue;
+      std::string name = file.substr(0, file.size() - 5);
+      if (::fnmatch(glob.c_str(), name.c_str(), 0) == 0) names.push_back(name);
+    }
+    ::closedir(dir);
+  }
+  std::sort(names.begin(), names.end());
+  std::vector<InstanceRecord> out;
+  for (const std::string& name : names)
+    if (auto record = find(name)) out.push_back(std::move(*record));
+  return out;
+}
+
+void InstanceStore::save(const InstanceRecord& record) const {
+  // Renamed into place complete, but not fsync'ed (AtomicFile would): a record describes a
+  // process of this boot only, so one lost in a crash is one that would have been pruned
+  // anyway, and the fsync was most of a start's time on a busy disk.
+  const std::string path = record_path(record.name), temporary = app_dir_ + "/." + record.name + ".json.new";
+  {
+    UniqueFd file = open_file(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0600);
+    const std::string text = record_to_json(record);
+    write_all(file.get(), {reinterpret_cast<const std::uint8_t*>(text.data()), text.size()});
+  }
+  if (::rename(temporary.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(temporary.c_str());
+    errno = err;
+    throw_errno("writing " + path);
+  }
+}
+
+void InstanceStore::remove_if(const std::string& name, pid_t pid) const {
+  const std::string path = record_path(name);
+  try {
+    if (record_from_json(text_of(path), path).pid != pid) return;
+  } catch (const FormatError&) {
+    return;
+  }
+  ::unlink(path.c_str());
+}
+
+}  // namespace capsa::runtime

@@ -1,0 +1,85 @@
+#pragma once
+// Where capsa keeps what it knows of the instances a user started (`capsa instance
+// start`), laid out as Apptainer lays out ~/.apptainer/instances:
+//   BASE/app/HOST/USER/NAME.json     the record below (0600, directories 0700)
+//   BASE/logs/HOST/USER/NAME.out|err the instance's standard output and error
+// BASE is ~/.capsa/instances (the home of the user database, not $HOME, so a job's
+// environment cannot point it elsewhere), and /var/lib/capsa/instances for root.
+//
+// A record is believed only while the process it names is the one it recorded: the pid,
+// its start time (/proc/PID/stat) and the boot it started in. A record of a process that
+// has gone (killed capsa, SIGKILL'ed job, rebooted node) is removed when it is read, so
+// no command ever shows or acts on a dead instance.
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace capsa::runtime {
+
+struct InstanceRecord {
+  std::string name;
+  pid_t pid = -1;                // the instance's init (PID 1 of its PID namespace), in the host's numbering
+  std::uint64_t start_time = 0;  // its start time, clock ticks after boot (/proc/PID/stat field 22)
+  pid_t monitor = -1;            // capsa's process outside the PID namespace (holds the FUSE server)
+  std::uint64_t monitor_start_time = 0;
+  std::string boot_id;  // /proc/sys/kernel/random/boot_id when it started
+  uid_t uid = 0;
+  std::string image;  // absolute path
+  std::string ip;     // always "" (capsa sets up no CNI network)
+  std::string log_out;
+  std::string log_err;
+  std::string home;  // HOME inside (the join composes the same environment)
+  bool fakeroot = false;
+  std::string job_id;   // SLURM_JOB_ID, "" outside a job
+  std::string step_id;  // SLURM_STEP_ID ("batch" in a batch script)
+  std::string created;  // RFC 3339
+};
+
+// Instance names: what Apptainer accepts, letters, digits, '.', '_' and '-', 1 to 128 of
+// them, not starting with '.' (a name is a file name here). Throws Error otherwise.
+void check_instance_name(const std::string& name);
+
+class InstanceStore {
+ public:
+  // The calling user's store; its directories are made (0700) when missing.
+  static InstanceStore for_caller();
+  // `user`'s store (root's -u/--user); "" is the caller's. Throws Error for anyone but
+  // root, and for a user the user database does not know.
+  static InstanceStore for_user(const std::string& user);
+
+  const std::string& app_dir() const { return app_dir_; }
+  const std::string& log_dir() const { return log_dir_; }
+  std::string record_path(const std::string& name) const { return app_dir_ + "/" + name + ".json"; }
+
+  // The live record of `name`; a dead one is removed and nullopt returned.
+  std::optional<InstanceRecord> find(const std::string& name) const;
+  // The live records whose name matches the shell pattern `glob` ("*": all), by name.
+  std::vector<InstanceRecord> list(const std::string& glob = "*") const;
+  // Writes `record` atomically (0600).
+  void save(const InstanceRecord& record) const;
+  // Removes the record of `name` if it still names `pid` (a new instance of the same name
+  // keeps its own).
+  void remove_if(const std::string& name, pid_t pid) const;
+
+ private:
+  static InstanceStore at(const std::string& user, const std::string& home, uid_t uid, bool create);
+  std::string app_dir_;
+  std::string log_dir_;
+  uid_t uid_ = 0;  // whose instances the store records
+};
+
+// Whether the record's init is still the process it recorded.
+bool instance_alive(const InstanceRecord& record);
+
+// Field 22 of /proc/PID/stat (the start time in clock ticks after boot), 0 when the
+// process is gone; its owner's real uid through `uid` when asked for.
+std::uint64_t process_start_time(pid_t pid, uid_t* uid = nullptr);
+std::string current_boot_id();
+
+std::string record_to_json(const InstanceRecord& record);
+InstanceRecord record_from_json(const std::string& text, const std::string& what);
+
+}  // namespace capsa::runtime

@@ -1,0 +1,109 @@
+// Instances end with their Slurm job (runtime/instance_job.hpp), on the test cluster
+// (tests/slurm): a batch script starts an instance; when the job is cancelled, or simply
+// ends, the instance's processes, its record and its mounts go with it.
+#include <gtest/gtest.h>
+#include <pwd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "runtime/instance_support.hpp"
+#include "runtime/run_support.hpp"
+#include "support/process.hpp"
+#include "support/temp_dir.hpp"
+#include "support/test_env.hpp"
+
+namespace capsa::instance_testing {
+namespace {
+
+using nlohmann::json;
+
+class InstanceInSlurmJob : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!test::have_program("sbatch")) GTEST_SKIP() << "no Slurm client";
+    ASSERT_EQ(::chmod(work.path().c_str(), 0755), 0);
+    image = make_instance_image(work);
+  }
+
+  // Submits a script that starts instance `name` on node n1 and then runs `rest`;
+  // returns the job id once the instance has started.
+  std::string submit(const std::string& name, const std::string& rest) {
+    const std::string script =
+        "#!/bin/sh\n#SBATCH --time=00:05:00\n#SBATCH --nodelist=n1\n#SBATCH --output=" + (work / "job-%j.out") + "\n" +
+        test::capsa_binary() + " instance start " + image + " " + name + " && hostname > " + (work / "host") +
+        " && echo started\n" + rest + "\n";
+    auto submitted = test::run_process({"sbatch", "--parsable", work.write("job.sh", script)});
+    EXPECT_EQ(submitted.exit_code, 0) << submitted.err;
+    std::string job = submitted.out.substr(0, submitted.out.find_first_of(";\n"));
+    for (int i = 0; i < 600 && !std::filesystem::exists(work / "host"); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    return job;
+  }
+
+  // The record of `name` in the store of the node the job ran on (each logical node has
+  // a host name of its own).
+  std::string record_path(const std::string& name) {
+    std::string host = test::read_file(work / "host");
+    host.pop_back();
+    std::string dir = record_directory();
+    dir = dir.substr(0, dir.rfind('/'));
+    dir = dir.substr(0, dir.rfind('/') + 1) + host + "/" + ::getpwuid(::getuid())->pw_name;
+    return dir + "/" + name + ".json";
+  }
+
+  // Waits (bounded) until the instance's init and every process of the image are gone
+  // and its record has been removed.
+  void expect_gone(const std::string& record, int pid, const std::string& name) {
+    for (int i = 0; i < 300 && (process_alive(pid) || std::filesystem::exists(record) || processes_naming(image) > 0);
+         ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    EXPECT_FALSE(process_alive(pid)) << "the instance's init";
+    EXPECT_FALSE(std::filesystem::exists(record)) << "the record is removed, so nothing is listed";
+    EXPECT_EQ(processes_naming(image), 0) << "no process of the instance";
+    EXPECT_EQ(runtime::testing::loop_devices_for(image), 0) << "nothing mounted";
+    // Stopped by its monitor, which watched the step (Slurm's proctrack/linuxproc does
+    // not find processes that left the script's process tree).
+    std::string log = record.substr(0, record.rfind("/app/")) + "/logs" + record.substr(record.rfind("/app/") + 4);
+    log = log.substr(0, log.size() - 5) + ".err";
+    EXPECT_NE(test::read_file(log).find("the Slurm job step of instance " + name + " has ended: stopping it"),
+              std::string::npos)
+        << log;
+  }
+
+  test::TempDir work;
+  std::string image;
+};
+
+TEST_F(InstanceInSlurmJob, ScancelStopsTheInstance) {
+  const std::string name = unique_name("slurm-cancel");
+  const std::string job = submit(name, "sleep 300");
+  ASSERT_TRUE(std::filesystem::exists(work / "host")) << "the job started the instance";
+  const std::string path = record_path(name);
+  ASSERT_TRUE(std::filesystem::exists(path)) << path;
+  json record = json::parse(test::read_file(path));
+  EXPECT_EQ(record["slurmJobId"], job);
+  EXPECT_EQ(record["slurmStepId"], "batch");
+  const int pid = record["pid"].get<int>();
+  EXPECT_TRUE(process_alive(pid));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_TRUE(process_alive(pid)) << "it lives as long as the job";
+  EXPECT_EQ(test::run_process({"scancel", job}).exit_code, 0);
+  expect_gone(path, pid, name);
+}
+
+TEST_F(InstanceInSlurmJob, TheEndOfTheJobStopsTheInstance) {
+  const std::string name = unique_name("slurm-end");
+  submit(name, "sleep 2");  // the batch script returns: the job ends
+  ASSERT_TRUE(std::filesystem::exists(work / "host"));
+  const std::string path = record_path(name);
+  ASSERT_TRUE(std::filesystem::exists(path)) << path;
+  expect_gone(path, json::parse(test::read_file(path))["pid"].get<int>(), name);
+}
+
+}  // namespace
+}  // namespace capsa::instance_testing
