@@ -1,5 +1,6 @@
 #include "runtime/container_exec.hpp"
 
+#include <dirent.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
@@ -45,11 +46,23 @@ void execute(const std::string& program, const std::vector<std::string>& argv_st
   throw StatusError("\"" + argv_strings[0] + "\": " + std::strerror(err), 126);
 }
 
+// Whether /.singularity.d/libs holds anything (a library bound at the container's start).
+bool libraries_bound() {
+  DIR* dir = ::opendir("/.singularity.d/libs");
+  if (dir == nullptr) return false;
+  bool found = false;
+  while (const dirent* entry = ::readdir(dir))
+    if (std::strcmp(entry->d_name, ".") != 0 && std::strcmp(entry->d_name, "..") != 0) found = true;
+  ::closedir(dir);
+  return found;
+}
+
 }  // namespace
 
 [[noreturn]] void exec_in_container(const ActionRequest& r, const ComposedEnvironment& env,
-                                    const image::ImageFiles& environment_files) {
-  const bool bound_libraries = r.nv || r.nvccli || r.rocm || !r.libraries.empty();
+                                    const image::ImageFiles& environment_files, Entry entry) {
+  const bool bound_libraries =
+      r.nv || r.nvccli || r.rocm || !r.libraries.empty() || (entry == Entry::joined && libraries_bound());
   const ActionScriptInput script_input{r.action, &env.process, &env.injected, bound_libraries, !r.no_eval};
   if (::access("/bin/sh", X_OK) != 0) exec_without_shell(r, script_input, environment_files);
   if (r.action == "exec") {

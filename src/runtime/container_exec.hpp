@@ -9,9 +9,14 @@
 
 namespace capsa::runtime {
 
+// How the container was entered: made by this start, or joined (`exec instance://NAME`),
+// whose libraries bound at the instance's start (--nv, --rocm, --containlibs) end the
+// command's LD_LIBRARY_PATH whatever the join's own flags.
+enum class Entry { started, joined };
+
 // Never returns but by exec; throws StatusError/SystemError when the command cannot run.
 // The environment files are read through `environment_files`.
 [[noreturn]] void exec_in_container(const ActionRequest& r, const ComposedEnvironment& env,
-                                    const image::ImageFiles& environment_files);
+                                    const image::ImageFiles& environment_files, Entry entry = Entry::started);
 
 }  // namespace capsa::runtime

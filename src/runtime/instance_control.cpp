@@ -225,8 +225,9 @@ void print_instance_stats(const std::string& name, bool json, const std::string&
   const ProcessFigures second = namespace_figures(record->pid);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const double ticks = static_cast<double>(::sysconf(_SC_CLK_TCK));
-  const double cpu_percent =
-      second.cpu_ticks >= first.cpu_ticks ? (second.cpu_ticks - first.cpu_ticks) / ticks / seconds * 100.0 : 0.0;
+  const double cpu_percent = second.cpu_ticks >= first.cpu_ticks
+                                 ? static_cast<double>(second.cpu_ticks - first.cpu_ticks) / ticks / seconds * 100.0
+                                 : 0.0;
   const std::uint64_t limit = memory_total();
   const double mem_percent = limit ? 100.0 * static_cast<double>(second.rss_bytes) / static_cast<double>(limit) : 0.0;
   if (json) {

@@ -82,6 +82,7 @@ void join_container(const InstanceRecord& record, const ActionRequest& r) {
 
   ActionRequest action = r;
   action.image = record.image;
+
   Process child = Process::fork(
       {.parent_death_signal = SIGKILL, .check_parent_alive = false, .name = "the command in the instance"});
   if (!child.in_child()) {
@@ -105,7 +106,7 @@ void join_container(const InstanceRecord& record, const ActionRequest& r) {
   if (!r.shell.empty()) env.process["APPTAINER_SHELL"] = env.process["SINGULARITY_SHELL"] = r.shell;
   env.process["APPTAINER_INSTANCE"] = env.process["SINGULARITY_INSTANCE"] = name;
   enter_directory(r.pwd.empty() ? cwd : r.pwd, record.home);
-  exec_in_container(action, env, image::DirectoryFiles("/"));
+  exec_in_container(action, env, image::DirectoryFiles("/"), Entry::joined);
 }
 
 }  // namespace capsa::runtime

@@ -60,6 +60,21 @@ TEST(NvExec, AProgramLinkedAgainstLibcudaLoadsIt) {
   EXPECT_EQ(r.out, "OK\n");
 }
 
+// An instance started with --nv keeps the driver for every join: `exec instance://NAME`
+// needs no --nv of its own to load libcuda (the real check: tests/gpu/check.sh's GPU run).
+TEST(NvExec, AnInstanceStartedWithNvGivesItsJoinsTheDriver) {
+  const std::string name = "nv-join-" + std::to_string(::getpid());
+  auto started = capsa({"instance", "start", "--nv", image(), name});
+  ASSERT_EQ(started.exit_code, 0) << started.err;
+  auto joined = capsa({"exec", "instance://" + name, "sh", "-c", "cuda-hello; echo $LD_LIBRARY_PATH"});
+  auto plain = capsa({"exec", image(), "sh", "-c", "cuda-hello 2>/dev/null || echo NOLIB"});
+  auto stopped = capsa({"instance", "stop", name});
+  EXPECT_EQ(joined.exit_code, 0) << joined.err;
+  EXPECT_EQ(joined.out, "OK\n/.singularity.d/libs\n") << joined.err;
+  EXPECT_EQ(plain.out, "NOLIB\n") << "a container of its own, without --nv, has no driver";
+  EXPECT_EQ(stopped.exit_code, 0) << stopped.err;
+}
+
 TEST(NvExec, TheLibrariesAreReadOnly) {
   auto r = capsa(exec({"--nv", "--writable-tmpfs"},
                       "echo x > /.singularity.d/libs/libcuda.so.1 2>/dev/null && echo WROTE || echo REFUSED"));
