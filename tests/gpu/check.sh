@@ -1,7 +1,7 @@
 #!/bin/sh
-# On a machine with an NVIDIA GPU and its driver: runs a capsa build's --nv and
-# --device nvidia.com/gpu=all (CDI) against the real driver, as root and as an
-# unprivileged user, one PASS/FAIL line per check.
+# On a machine with an NVIDIA GPU and its driver: runs a capsa build's --nv,
+# --device nvidia.com/gpu=all (CDI) and an --nv instance against the real driver, as root
+# and as an unprivileged user, one PASS/FAIL line per check.
 # Builds nothing: the image comes from tests/gpu/make-cuda-image.sh on a CPU machine.
 #   tests/gpu/check.sh CAPSA_BINARY CUDA_SIF [UNPRIVILEGED_USER]
 # The user defaults to capsa-test; unprivileged checks are skipped when not run as root.
@@ -77,6 +77,11 @@ run_checks() {  # LABEL RUNNER...
     --device nvidia.com/gpu=all "$image" nvidia-smi -L
   check "$label: CDI vector add --containall" 'vector add OK' "$@" "$capsa" exec --cdi-dirs "$cdi_dir" \
     --device nvidia.com/gpu=all --containall "$image" vector-add
+  # An instance started with --nv: its joins get the driver without a flag of their own.
+  instance="capsa-gpu-check-$$"
+  check "$label: instance start --nv" 'started' "$@" "$capsa" instance start --nv "$image" "$instance"
+  check "$label: vector add in instance://" 'vector add OK' "$@" "$capsa" exec "instance://$instance" vector-add
+  check "$label: instance stop" 'Stopping' "$@" "$capsa" instance stop "$instance"
 }
 
 run_checks "$(id -un)" env
