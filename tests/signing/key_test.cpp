@@ -17,12 +17,10 @@ using test::read_file;
 using test::run_process;
 
 test::ProcessResult capsa(const std::vector<std::string>& args, const std::string& input = "") {
-  std::vector<std::string> argv = {test::capsa_binary()};
-  argv.insert(argv.end(), args.begin(), args.end());
-  return run_process(argv, input);
+  return test::run_capsa(args, input);
 }
 
-int lines(const std::string& text) { return static_cast<int>(std::count(text.begin(), text.end(), '\n')); }
+int lines(const std::string& text) { return test::line_count(text); }
 
 std::string fingerprint_in(const std::string& listing) {
   const auto at = listing.find("Fingerprint:       ");

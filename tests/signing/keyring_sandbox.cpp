@@ -1,5 +1,6 @@
 #include "keyring_sandbox.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -79,5 +80,13 @@ void flip_byte(const std::string& path, long offset) {
   file.seekp(offset);
   file.put(static_cast<char>(c ^ 0x01));
 }
+
+ProcessResult run_capsa(const std::vector<std::string>& args, const std::string& input) {
+  std::vector<std::string> argv = {capsa_binary()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run_process(argv, input);
+}
+
+int line_count(const std::string& text) { return static_cast<int>(std::count(text.begin(), text.end(), '\n')); }
 
 }  // namespace capsa::test

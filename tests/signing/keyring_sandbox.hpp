@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "support/process.hpp"
 #include "support/temp_dir.hpp"
 
 namespace capsa::test {
@@ -36,6 +37,12 @@ inline constexpr const char* kUpstreamPgpFingerprint = "12045C8C0B1004D058DE4BED
 // Returns {private, public} paths.
 std::pair<std::string, std::string> generate_pem_key_pair(const TempDir& dir, const std::string& kind,
                                                           const std::string& name = "");
+
+// The CLI with ARGS, `input` on its standard input.
+ProcessResult run_capsa(const std::vector<std::string>& args, const std::string& input = "");
+
+// How many lines `text` has (its newlines).
+int line_count(const std::string& text);
 
 // Flips one bit of the byte at `offset` of `path`.
 void flip_byte(const std::string& path, long offset);
