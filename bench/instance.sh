@@ -15,15 +15,13 @@ image=${1:-}
 runs=${2:-30}
 user=${CAPSA_TEST_USER:-capsa-test}
 
-[ "$(id -u)" -eq 0 ] || { echo "bench/instance.sh: run as root" >&2; exit 1; }
-[ -x "$capsa" ] || { echo "bench/instance.sh: build capsa first ($capsa)" >&2; exit 1; }
+. "$root/bench/lib.sh"
+bench_preflight instance.sh "instances as root and as the test user"
 for tool in hyperfine jq; do
   command -v "$tool" >/dev/null || { echo "bench/instance.sh: needs $tool" >&2; exit 1; }
 done
-id -u "$user" >/dev/null 2>&1 || { echo "bench/instance.sh: test user $user missing (run scripts/create-test-user.sh as root)" >&2; exit 1; }
 
 work=$(mktemp -d /var/tmp/capsa-bench-instance-XXXXXX)
-. "$root/bench/lib.sh"
 name="bench-instance-$$"
 cleanup() {
   "$capsa" instance stop -F "$name" >/dev/null 2>&1 || true

@@ -4,6 +4,14 @@
 
 bench_fixtures=/var/tmp/capsa-test-fixtures
 
+# bench_preflight SCRIPT WHY-ROOT: stops the script with one line unless it runs as root,
+# $capsa is built and the unprivileged test user $user exists.
+bench_preflight() {
+  [ "$(id -u)" -eq 0 ] || { echo "bench/$1: run as root ($2)" >&2; exit 1; }
+  [ -x "$capsa" ] || { echo "bench/$1: build capsa first ($capsa)" >&2; exit 1; }
+  id -u "$user" >/dev/null 2>&1 || { echo "bench/$1: user $user missing (scripts/create-test-user.sh)" >&2; exit 1; }
+}
+
 # registry_start STATE FIRST_PORT: builds the test fixtures (or reuses them) and starts a
 # private test registry (tests/test_registries/start.sh) with its state in STATE, on
 # FIRST_PORT..FIRST_PORT+3 unless CAPSA_TEST_REGISTRY_*_PORT already name ports (other

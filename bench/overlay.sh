@@ -21,12 +21,10 @@ runs=${2:-3}
 user=${CAPSA_TEST_USER:-capsa-test}
 sif=$root/tests/fixtures/upstream/sif/real/busybox_amd64.sif
 
-[ "$(id -u)" -eq 0 ] || { echo "bench/overlay.sh: run as root (drop_caches, loop devices)" >&2; exit 1; }
-[ -x "$capsa" ] || { echo "bench/overlay.sh: build capsa first ($capsa)" >&2; exit 1; }
-id -u "$user" >/dev/null 2>&1 || { echo "bench/overlay.sh: user $user missing (scripts/create-test-user.sh)" >&2; exit 1; }
+. "$root/bench/lib.sh"
+bench_preflight overlay.sh "drop_caches, loop devices"
 
 work=$(mktemp -d /var/tmp/capsa-bench-overlay-XXXXXX)
-. "$root/bench/lib.sh"
 cleanup() {
   fuse_restore
   rm -rf "$work"

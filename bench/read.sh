@@ -26,12 +26,10 @@ runs=${4:-1}
 user=${CAPSA_TEST_USER:-capsa-test}
 drivers=${CAPSA_BENCH_DRIVERS:-kernel builtin squashfuse}
 
-[ "$(id -u)" -eq 0 ] || { echo "bench/read.sh: run as root (drop_caches, loop devices)" >&2; exit 1; }
-[ -x "$capsa" ] || { echo "bench/read.sh: build capsa first ($capsa)" >&2; exit 1; }
-id -u "$user" >/dev/null 2>&1 || { echo "bench/read.sh: user $user missing (scripts/create-test-user.sh)" >&2; exit 1; }
+. "$root/bench/lib.sh"
+bench_preflight read.sh "drop_caches, loop devices"
 
 work=$(mktemp -d /var/tmp/capsa-bench-read-XXXXXX)
-. "$root/bench/lib.sh"
 cleanup() {
   fuse_restore
   rm -rf "$work"

@@ -69,9 +69,10 @@ std::string fuse_unavailable(const ActionRequest& request) {
 }
 
 // Whether the image file is unpacked: --unsquash, or no FUSE to mount it with.
+// Asked on every start: root costs no system call here, anyone else one access(2).
 bool unpacks_image(const ActionRequest& request) {
-  if (is_directory(request.image)) return false;
-  return request.unsquash || !fuse_unavailable(request).empty();
+  if (!request.unsquash && fuse_unavailable(request).empty()) return false;
+  return !is_directory(request.image);
 }
 
 // Runs launch(request) in a child and returns how it ended, passing signals on.
