@@ -9,8 +9,10 @@
 #include "cli/run_app.hpp"
 #include "registry/credentials.hpp"
 #include "util/environment_block.hpp"
+#include "util/start_phases.hpp"
 
 int main(int argc, char** argv) {
+  capsa::phases::mark("main");
   // Before anything forks: a child forked without exec shows the environment block.
   capsa::hide_inherited_values(capsa::registry::kSecretEnvironmentVariables);
   capsa::cli::remember_arguments(argv);

@@ -15,6 +15,7 @@
 #include "util/error.hpp"
 #include "util/log.hpp"
 #include "util/run_program.hpp"
+#include "util/start_phases.hpp"
 
 namespace capsa::runtime {
 namespace {
@@ -25,6 +26,7 @@ void execute(const std::string& program, const std::vector<std::string>& argv_st
   const std::vector<std::string> envp_strings = to_envp(env);
   const std::vector<char*> argv = exec_array(argv_strings), envp = exec_array(envp_strings);
   ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+  phases::mark("exec");
   ::execve(program.c_str(), argv.data(), envp.data());
 }
 

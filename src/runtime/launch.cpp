@@ -50,6 +50,7 @@
 #include "util/fd.hpp"
 #include "util/log.hpp"
 #include "util/run_program.hpp"
+#include "util/start_phases.hpp"
 
 namespace capsa::runtime {
 namespace {
@@ -284,6 +285,7 @@ void enter_working_directory(const std::string& wanted, bool explicit_pwd, const
 }  // namespace
 
 void launch(const ActionRequest& r) {
+  phases::mark("launch");
   if (needs_temporary_image(r)) launch_with_temporary_image(r);
   // Root with -u/--userns or --fakeroot runs as everyone else does: in a user namespace,
   // image on FUSE.
@@ -401,11 +403,13 @@ void launch(const ActionRequest& r) {
       if (!cdi.root_hooks.empty())
         gpu::run_cdi_hooks(cdi.root_hooks, gpu::write_cdi_bundle(session_point, root), "creating");
     };
+  phases::mark("checked");
   if (r.fakeroot)
     enter_fakeroot_namespaces(fakeroot);
   else
     enter_container_namespaces({::getuid(), ::getgid(), r.userns});
   make_mounts_private(r.site.mount_slave);
+  phases::mark("namespaces");
   // The image's own files capsa needs are read on a thread of its own while the image is
   // being mounted (system calls, on this thread): unpacking the block that holds them is
   // a third of a millisecond in a gzip image. Threads may only start after the unshare.
@@ -430,6 +434,7 @@ void launch(const ActionRequest& r) {
     throw_errno("mounting the session tmpfs on " + session_point);
   const std::string image_root = session_point + "/image";
   if (::mkdir(image_root.c_str(), 0755) != 0) throw_errno(image_root);
+  phases::mark("session");
   MountDriver driver = MountDriver::KernelLoop;
   if (sandbox) {
     if (::mount(image.c_str(), image_root.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0)
@@ -437,6 +442,7 @@ void launch(const ActionRequest& r) {
   } else {
     driver = mount_squashfs(sif->location, image_root, privileged && r.site.kernel_squashfs);
   }
+  phases::mark("image-mount-started");
   const OverlayLayers layers = mount_overlays(overlays, overlay_lock_fds, session_point, privileged);
   // While an unprivileged image's FUSE server starts, on another CPU where there is one.
   EnvRequest env_request;
@@ -472,8 +478,10 @@ void launch(const ActionRequest& r) {
   if (!resolv_conf.empty()) files.emplace_back("resolv.conf", resolv_conf);
   if (!namespaces.hostname.empty()) files.emplace_back("hostname", namespaces.hostname + "\n");
 
+  phases::mark("environment");
   if (sif) await_image(driver, sif->location, image_root);
   if (driver != MountDriver::KernelLoop) list_once(image_root);
+  phases::mark("image-ready");
   RootLayout layout;
   layout.session = session_point;
   layout.writable_tmpfs = writable_tmpfs;
@@ -484,6 +492,7 @@ void launch(const ActionRequest& r) {
   layout.overlay_work = layers.work;
   layout.upper_on_fuse = layers.upper_on_fuse;
   build_root_and_enter(layout, plan, files, before_enter);
+  phases::mark("root-entered");
   if (namespaces.any()) enter_private_namespaces(namespaces);
   if (r.no_umask) ::umask(022);
   if (r.capabilities.any()) apply_capabilities(r.capabilities);

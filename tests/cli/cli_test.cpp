@@ -20,6 +20,27 @@ TEST(Cli, HelpListsEveryCommand) {
     EXPECT_NE(result.out.find(command), std::string::npos) << command << " missing from:\n" << result.out;
 }
 
+#if CAPSA_STATIC_RUNNER
+// Every container start pays the dynamic loader for each library the runner needs: a
+// libarchive (with libxml2 and ICU) and libcrypto pulled in through one stray reference
+// took 2 to 5 ms of every start (bench/phases.c shows it as start>main).
+TEST(Cli, TheRunnerLoadsNoSharedLibraryButLibcAndTheLoader) {
+  auto result = run_process({"readelf", "--dynamic", test::capsa_binary()});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  std::istringstream lines(result.out);
+  std::string line;
+  int needed = 0;
+  while (std::getline(lines, line)) {
+    if (line.find("(NEEDED)") == std::string::npos) continue;
+    ++needed;
+    // The loader itself (its __tls_get_addr) costs nothing more: it is loaded anyway.
+    const bool libc = line.find("[libc.so.6]") != std::string::npos || line.find("[ld-linux") != std::string::npos;
+    EXPECT_TRUE(libc) << "the runner loads " << line;
+  }
+  EXPECT_GE(needed, 1) << result.out;
+}
+#endif
+
 TEST(Cli, HelpCommandDescribesASubcommand) {
   auto result = run_process({test::capsa_binary(), "help", "sif", "add"});
   EXPECT_EQ(result.exit_code, 0) << result.err;
