@@ -43,6 +43,12 @@ static int compare(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+static double mean(const double *values, int n) {
+  double sum = 0;
+  for (int i = 0; i < n; i++) sum += values[i];
+  return sum / n;
+}
+
 static double median(double *values, int n) {
   qsort(values, (size_t)n, sizeof *values, compare);
   return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
@@ -112,7 +118,10 @@ int main(int argc, char **argv) {
       fprintf(stderr, "phases: %s failed (run %d)\n", argv[2], run + 1);
       return 1;
     }
-  printf("%-40s %9s\n", "phase (from mark > to mark)", "median ms");
-  for (int i = 0; i < phase_count; i++) printf("%-40s %9.3f\n", names[i], median(samples[i], runs));
+  printf("%-40s %9s %9s\n", "phase (from mark > to mark)", "median ms", "mean ms");
+  for (int i = 0; i < phase_count; i++) {
+    double average = mean(samples[i], runs);
+    printf("%-40s %9.3f %9.3f\n", names[i], median(samples[i], runs), average);
+  }
   return 0;
 }

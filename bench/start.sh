@@ -16,6 +16,10 @@
 # as capsa writes the same tree (zstd: `capsa build`), since most of a cold start of a
 # gzip image is the kernel or FUSE server inflating the binary's blocks.
 # Targets: capsa as root within 10 ms of native; capsa unprivileged no slower than ch-run.
+# The main rows mount the image at every start (CAPSA_KEEP_IMAGE_SECONDS=0), as ch-run and
+# crun do; the "kept image" rows are capsa's default for back-to-back starts of one image
+# (runtime/kept_image.hpp), and bench/burst.sh measures those in a long row. At the end,
+# the breakdown of a start into phases (bench/phases.c, bench/strace_phases.py).
 # Needs root, hyperfine, the unprivileged test user; ch-run and crun are optional.
 #   bench/start.sh [IMAGE.sif] [RUNS] [BURST]     defaults: busybox fixture, 30, 64
 #   full size:     bench/start.sh "" 300 64
@@ -101,6 +105,8 @@ hyperfine -N --warmup 2 --runs "$runs" --export-json floor.json --style none \
   -n "floor: fresh mount (root, zstd)" "chroot $work/floor /bin/true" > /dev/null 2> hyperfine-floor.log ||
   { cat hyperfine-floor.log >&2; exit 1; }
 umount -q "$work/floor" 2>/dev/null || true
+# Every start mounts the image, as ch-run's and crun's do: no kept image (see below).
+export CAPSA_KEEP_IMAGE_SECONDS=0
 # The commands compared with each other run in ROUNDS rounds, each command a share of
 # the runs per round, so that a machine whose speed drifts (a shared VM) is seen by all
 # of them alike; the summary pools the rounds.
@@ -121,6 +127,15 @@ while [ $round -le $rounds ]; do
     $(command -v ch-run >/dev/null && echo "-n 'ch-run (user, squashfuse)' 'ch-run $work/image.sqfs -- /bin/true'") \
     $(command -v ch-run >/dev/null && echo "-n 'ch-run (user, squashfuse, zstd)' 'ch-run $work/zstd.sqfs -- /bin/true'") \
     > /dev/null 2> $work/user/hyperfine.log" || { cat "$work/user/hyperfine.log" >&2; exit 1; }
+  # The kept image (runtime/kept_image.hpp): back-to-back starts join the first one's
+  # mount, as capsa does by default (the rows above mount the image at every start).
+  env -u CAPSA_KEEP_IMAGE_SECONDS hyperfine -N --warmup 3 --runs "$per_round" --export-json kept.$round.json \
+    --style none -n "capsa (root, kept image)" "$capsa exec image.sif /bin/true" > /dev/null 2> hyperfine-kept.log ||
+    { cat hyperfine-kept.log >&2; exit 1; }
+  as_user sh -c "env -u CAPSA_KEEP_IMAGE_SECONDS hyperfine -N --warmup 3 --runs $per_round \
+    --export-json $work/user/kept.$round.json --style none \
+    -n 'capsa (user, kept image)' '$capsa exec image.sif /bin/true' > /dev/null 2> $work/user/hyperfine-kept.log" ||
+    { cat "$work/user/hyperfine-kept.log" >&2; exit 1; }
   round=$((round + 1))
 done
 if [ $have_crun -eq 1 ]; then
@@ -165,7 +180,8 @@ echo "$(nproc) CPUs, $((per_round * rounds)) runs each in $rounds rounds (3 warm
 import glob, json, os, sys
 work = sys.argv[1]
 pooled = {}  # command -> the results of every round, pooled
-for pattern in ("root.*.json", "floor.json", "user/user.*.json", "crun-root.json", "user/crun-user.json"):
+for pattern in ("root.*.json", "kept.*.json", "floor.json", "user/user.*.json", "user/kept.*.json", "crun-root.json",
+                "user/crun-user.json"):
     for path in sorted(glob.glob(os.path.join(work, pattern))):
         for r in json.load(open(path))["results"]:
             p = pooled.setdefault(r["command"], {"command": r["command"], "times": [], "user": 0.0, "system": 0.0})
@@ -200,5 +216,40 @@ for suffix, label in (("", "as given"), (", zstd", "zstd")):
     cr, nr = by.get("capsa (root%s)" % suffix), native.get("root")
     if cr and nr:
         print("capsa (root) - native, image %s: %.2f ms (target <= 10)" % (label, (cr - nr) * 1e3))
+ck, ch = by.get("capsa (user, kept image)"), by.get("ch-run (user, squashfuse)")
+if ck and ch:
+    print("capsa (user, kept image) / ch-run, image as given: %.2f" % (ck / ch))
+ck, nr = by.get("capsa (root, kept image)"), native.get("root")
+if ck and nr:
+    print("capsa (root, kept image) - native, image as given: %.2f ms" % ((ck - nr) * 1e3))
 PY
+# Where a start's time goes. capsa's own marks (CAPSA_PHASE_FD, bench/phases.c), for a
+# start that mounts the image (CAPSA_KEEP_IMAGE_SECONDS=0, as every start of hyperfine's
+# rows above would without the kept image) and one that joins the kept image; then the
+# same milestones for ch-run and capsa from strace (bench/strace_phases.py), whose
+# shares compare, not its milliseconds (strace slows every system call).
+gcc -O2 -o phases "$root/bench/phases.c"
+phase_runs=$(( runs < 50 ? runs : 50 ))
+echo "== phases: capsa (root), image mounted for the start"
+CAPSA_KEEP_IMAGE_SECONDS=0 ./phases "$phase_runs" "$capsa" exec image.sif /bin/true
+echo "== phases: capsa (root), kept image joined"
+env -u CAPSA_KEEP_IMAGE_SECONDS ./phases "$phase_runs" "$capsa" exec image.sif /bin/true
+echo "== phases: capsa (user), image mounted for the start"
+as_user env CAPSA_KEEP_IMAGE_SECONDS=0 ./phases "$phase_runs" "$capsa" exec image.sif /bin/true
+echo "== phases: capsa (user), kept image joined"
+as_user env -u CAPSA_KEEP_IMAGE_SECONDS ./phases "$phase_runs" "$capsa" exec image.sif /bin/true
+if command -v strace >/dev/null; then
+  i=1
+  while [ $i -le 10 ]; do
+    as_user strace -f -ttt -o "$work/user/ch-run.$i.trace" ch-run "$work/image.sqfs" -- /bin/true 2>/dev/null || true
+    as_user env CAPSA_KEEP_IMAGE_SECONDS=0 strace -f -ttt -o "$work/user/capsa.$i.trace" "$capsa" exec image.sif /bin/true
+    i=$((i + 1))
+  done
+  if command -v ch-run >/dev/null; then
+    echo "== strace: ch-run (user)"
+    /usr/bin/python3 "$root/bench/strace_phases.py" "$work"/user/ch-run.*.trace
+  fi
+  echo "== strace: capsa (user), image mounted for the start"
+  /usr/bin/python3 "$root/bench/strace_phases.py" "$work"/user/capsa.*.trace
+fi
 echo "$burst at once (median of 5, ms until all finished): native $burst_native, capsa root $burst_root, capsa user $burst_user${burst_chrun:+, ch-run $burst_chrun}; zstd: capsa root $burst_root_zstd, capsa user $burst_user_zstd"

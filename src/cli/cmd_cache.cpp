@@ -11,6 +11,7 @@
 
 #include "cache/cache.hpp"
 #include "cli/commands.hpp"
+#include "runtime/kept_image.hpp"
 #include "util/error.hpp"
 #include "util/log.hpp"
 
@@ -137,6 +138,8 @@ void add_clean(CLI::App& cache_cmd) {
     cache::Cache cache = cache::Cache::open_default();
     if (!options.dry_run && !flags->force && !confirmed(options)) return;
     print_clean_report(cache.clean(options), options.dry_run);
+    // The images kept mounted between containers (runtime/kept_image.hpp) go too.
+    if (!options.dry_run) runtime::release_kept_images();
   });
 }
 

@@ -48,6 +48,7 @@ const std::vector<Directive>& all_directives() {
       {"enable underlay", K::choice, "yes,no,preferred", "yes"},
       {"mount slave", K::boolean, "", "yes"},
       {"sessiondir max size", K::number, "", "64"},
+      {"keep image seconds", K::number, "", "3"},
       {"limit container owners", K::list, "", ""},
       {"limit container groups", K::list, "", ""},
       {"limit container paths", K::list, "", ""},

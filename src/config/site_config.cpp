@@ -70,6 +70,7 @@ SiteConfig site_config_from(const ConfigFile& file) {
   c.use_nvidia_container_cli = yes(file, "use nvidia-container-cli");
   c.memory_fs_type = text_of(file, "memory fs type");
   c.sessiondir_max_size_mib = number_of(file, "sessiondir max size");
+  c.keep_image_seconds = number_of(file, "keep image seconds");
   c.mksquashfs_procs = number_of(file, "mksquashfs procs");
   c.mksquashfs_mem = text_of(file, "mksquashfs mem");
   return c;
@@ -107,6 +108,7 @@ SiteConfig tighten(const SiteConfig& user, const SiteConfig& system) {
   both(c.allow_pid_ns, system.allow_pid_ns);
   both(c.allow_uts_ns, system.allow_uts_ns);
   c.sessiondir_max_size_mib = std::min(c.sessiondir_max_size_mib, system.sessiondir_max_size_mib);
+  c.keep_image_seconds = std::min(c.keep_image_seconds, system.keep_image_seconds);
   c.mksquashfs_procs = lower_limit(c.mksquashfs_procs, system.mksquashfs_procs);
   if (!system.mksquashfs_mem.empty() &&
       (c.mksquashfs_mem.empty() || memory_size_bytes(system.mksquashfs_mem) < memory_size_bytes(c.mksquashfs_mem)))

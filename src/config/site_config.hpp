@@ -32,6 +32,7 @@ struct SiteConfig {
   bool always_use_nv = false, always_use_rocm = false, use_nvidia_container_cli = false;
   std::string memory_fs_type = "tmpfs";  // tmpfs | ramfs
   unsigned long sessiondir_max_size_mib = 64;
+  unsigned long keep_image_seconds = 3;  // capsa's own: how long a kept image outlives its last container
   unsigned long mksquashfs_procs = 0;  // 0: every CPU
   std::string mksquashfs_mem;          // "": no limit; else 500M, 1G...
 

@@ -7,8 +7,10 @@
 
 #include <chrono>
 #include <string>
+#include <vector>
 
 #include "runtime/launch.hpp"
+#include "util/fd.hpp"
 
 namespace capsa::runtime {
 
@@ -30,6 +32,12 @@ void list_instances(const std::string& glob, ListFormat format, const std::strin
 void stop_instances(const std::string& glob, int signal, std::chrono::milliseconds timeout,
                     const std::string& user = "");
 
+// The stopping itself, for records already found (kept images too); `say`: a line each.
+struct InstanceRecord;
+class InstanceStore;
+void stop_records(const InstanceStore& store, const std::vector<InstanceRecord>& records, int signal,
+                  std::chrono::milliseconds timeout, bool say);
+
 // The signal --signal names: "TERM", "SIGTERM" or "15". Throws Error otherwise.
 int parse_signal(const std::string& text);
 
@@ -40,11 +48,29 @@ void print_instance_stats(const std::string& name, bool json, const std::string&
 // action there. Never returns.
 [[noreturn]] void join_instance(const ActionRequest& request);
 
+// For kept images (kept_image.hpp), which are instances too:
+struct InstanceRecord;
+class InstanceStore;
+struct KeptOptions {
+  std::string key;    // what the containers that may join it have in common (kept_image.cpp)
+  int linger_ms = 0;  // how long it outlives the last of them
+};
+// Starts `request` as the instance `name` of `store` and saves its record (the caller
+// holds the name's lock); `kept` makes it a kept image. Throws Error as start_instance.
+InstanceRecord spawn_instance(ActionRequest request, const std::string& name, const InstanceStore& store,
+                              const KeptOptions* kept);
+// The lock on `name` (flock `operation`), close-on-exec: held exclusively while an
+// instance of that name starts, shared while a container joins a kept image (until its
+// command's exec).
+UniqueFd lock_instance_name(const InstanceStore& store, const std::string& name, int operation);
+
 // The join itself, for any live record: `request`'s action runs inside the container the
 // record's init holds. Kept images (a container of an image held between short tasks)
 // are meant to reuse this and instance_init.hpp's holder rather than a mechanism of
 // their own.
-struct InstanceRecord;
-[[noreturn]] void join_container(const InstanceRecord& record, const ActionRequest& request);
+// `own_pid_namespace` false (a kept image): the command runs in the host's PID namespace,
+// as any other container's does, without a fork.
+[[noreturn]] void join_container(const InstanceRecord& record, const ActionRequest& request,
+                                 bool own_pid_namespace = true);
 
 }  // namespace capsa::runtime

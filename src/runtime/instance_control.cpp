@@ -182,6 +182,11 @@ void stop_instances(const std::string& glob, int signal, std::chrono::millisecon
   if (records.empty())
     throw Error(glob == "*" ? std::string("no instance found")
                             : "no instance named " + glob + " (see `capsa instance list`)");
+  stop_records(store, records, signal, timeout, true);
+}
+
+void stop_records(const InstanceStore& store, const std::vector<InstanceRecord>& records, int signal,
+                  std::chrono::milliseconds timeout, bool say) {
   struct Stopping {
     const InstanceRecord* record;
     UniqueFd init, monitor;
@@ -190,7 +195,7 @@ void stop_instances(const std::string& glob, int signal, std::chrono::millisecon
   for (const InstanceRecord& r : records) {
     Stopping s{&r, pidfd_of(r.pid, r.start_time), pidfd_of(r.monitor, r.monitor_start_time)};
     if (!s.init) continue;  // ended meanwhile
-    log::info({"Stopping ", r.name, " instance of ", r.image, " (PID=", std::to_string(r.pid), ")"});
+    if (say) log::info({"Stopping ", r.name, " instance of ", r.image, " (PID=", std::to_string(r.pid), ")"});
     if (::syscall(SYS_pidfd_send_signal, s.init.get(), signal, nullptr, 0) != 0)
       throw_errno("sending signal " + std::to_string(signal) + " to instance " + r.name);
     stopping.push_back(std::move(s));

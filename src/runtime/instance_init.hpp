@@ -25,6 +25,13 @@ struct InstanceSupervision {
   int job_fd = -1;         // pidfd of the Slurm step's slurmstepd, -1 outside a job (instance_job.hpp)
   int record_dir_fd = -1;  // the store's app directory (the monitor no longer sees the host's tree)
   std::string name;        // the instance's name: its record is NAME.json there
+  // A kept image (kept_image.hpp): there is no start script, and the monitor stops the
+  // instance when no process but its own has been in its mount namespace for `linger_ms`.
+  // A container joining it holds the name's lock (shared) from finding the record until
+  // it is in the namespace; the monitor ends only with the lock held exclusively.
+  int kept_lock_fd = -1;
+  int linger_ms = 0;
+  bool kept() const { return kept_lock_fd >= 0; }
 };
 
 // Called from launch (through PrivateNamespaces::instance) inside the container's root,

@@ -20,6 +20,7 @@
 #include "util/error.hpp"
 #include "util/fd.hpp"
 #include "util/process.hpp"
+#include "util/start_phases.hpp"
 
 namespace capsa::runtime {
 namespace {
@@ -60,11 +61,12 @@ void join_instance(const ActionRequest& r) {
   join_container(*record, r);
 }
 
-void join_container(const InstanceRecord& record, const ActionRequest& r) {
+void join_container(const InstanceRecord& record, const ActionRequest& r, bool own_pid_namespace) {
   const std::string& name = record.name;
   const std::string proc = "/proc/" + std::to_string(record.pid);
   std::vector<std::pair<UniqueFd, const Namespace*>> joins;
   for (const Namespace& ns : kNamespaces) {
+    if (ns.type == CLONE_NEWPID && !own_pid_namespace) continue;
     UniqueFd fd(::open((proc + "/ns/" + ns.name).c_str(), O_RDONLY | O_CLOEXEC));
     if (!fd) throw_errno("instance " + name + ": opening its " + std::string(ns.name) + " namespace");
     if (!same_file(fd.get(), std::string("/proc/self/ns/") + ns.name)) joins.emplace_back(std::move(fd), &ns);
@@ -79,13 +81,16 @@ void join_container(const InstanceRecord& record, const ActionRequest& r) {
     if (::setns(fd.get(), ns->type) != 0)
       throw_errno("joining the " + std::string(ns->name) + " namespace of instance " + name);
   if (::fchdir(root.get()) != 0 || ::chroot(".") != 0) throw_errno("entering the root of instance " + name);
+  phases::mark("joined");
 
   ActionRequest action = r;
   action.image = record.image;
 
-  Process child = Process::fork(
-      {.parent_death_signal = SIGKILL, .check_parent_alive = false, .name = "the command in the instance"});
-  if (!child.in_child()) {
+  Process child;
+  if (own_pid_namespace)
+    child = Process::fork(
+        {.parent_death_signal = SIGKILL, .check_parent_alive = false, .name = "the command in the instance"});
+  if (own_pid_namespace && !child.in_child()) {
     sigset_t forwarded;
     sigemptyset(&forwarded);
     for (int sig : {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGALRM, SIGCONT, SIGWINCH, SIGCHLD})
@@ -104,7 +109,10 @@ void join_container(const InstanceRecord& record, const ActionRequest& r) {
   if (!r.shell.empty()) env_request.host["APPTAINER_SHELL"] = r.shell;
   ComposedEnvironment env = compose_environment(env_request);
   if (!r.shell.empty()) env.process["APPTAINER_SHELL"] = env.process["SINGULARITY_SHELL"] = r.shell;
-  env.process["APPTAINER_INSTANCE"] = env.process["SINGULARITY_INSTANCE"] = name;
+  if (own_pid_namespace)  // a kept image is no instance to its containers
+    env.process["APPTAINER_INSTANCE"] = env.process["SINGULARITY_INSTANCE"] = name;
+  else
+    add_launch_environment(r, env_request.host, env);
   enter_directory(r.pwd.empty() ? cwd : r.pwd, record.home);
   exec_in_container(action, env, image::DirectoryFiles("/"), Entry::joined);
 }

@@ -13,6 +13,7 @@
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <initializer_list>
 #include <vector>
@@ -69,39 +70,42 @@ std::string real_path(const std::string& path) {
 
 }  // namespace
 
-void start_instance(ActionRequest r, const std::string& name, const std::string& pid_file) {
-  check_instance_name(name);
+InstanceRecord spawn_instance(ActionRequest r, const std::string& name, const InstanceStore& store,
+                              const KeptOptions* kept) {
   const std::string image = real_path(r.image);  // a missing image fails here, before anything starts
-  InstanceStore store = InstanceStore::for_caller();
-  // One start of a name at a time: the check for a live instance and the new record are
-  // made under this lock.
-  UniqueFd name_lock = open_file(store.app_dir() + "/." + name + ".lock", O_RDWR | O_CREAT, 0600);
-  while (::flock(name_lock.get(), LOCK_EX) != 0)
-    if (errno != EINTR) throw_errno("locking the instance name " + name);
-  if (std::optional<InstanceRecord> running = store.find(name))
-    throw Error("instance " + name + " already exists (PID " + std::to_string(running->pid) + ", image " +
-                running->image + "): stop it with `capsa instance stop " + name + "` or choose another name");
-
   InstanceRecord record;
   record.name = name;
   record.image = image;
   record.uid = ::getuid();
   record.boot_id = current_boot_id();
-  record.log_out = store.log_dir() + "/" + name + ".out";
-  record.log_err = store.log_dir() + "/" + name + ".err";
   record.fakeroot = r.fakeroot;
   record.created = rfc3339_utc(std::time(nullptr));
-  UniqueFd out = open_log(record.log_out), err = open_log(record.log_err);
+  if (kept != nullptr) record.kept_key = kept->key;
+  // A kept image says nothing to anyone (its containers' own output is theirs).
+  if (kept == nullptr) {
+    record.log_out = store.log_dir() + "/" + name + ".out";
+    record.log_err = store.log_dir() + "/" + name + ".err";
+  }
+  UniqueFd out = kept ? open_file("/dev/null", O_WRONLY) : open_log(record.log_out);
+  UniqueFd err = kept ? open_file("/dev/null", O_WRONLY) : open_log(record.log_err);
   UniqueFd record_dir = open_file(store.app_dir(), O_RDONLY | O_DIRECTORY);
   SlurmStep step = current_slurm_step();
   record.job_id = step.job_id;
   record.step_id = step.step_id;
-  if (!step.job_id.empty() && !step.stepd)
+  if (!step.job_id.empty() && !step.stepd && kept == nullptr)
     log::warning("instance " + name + " runs in Slurm job " + step.job_id +
                  " but no slurmstepd was found above this process: it will not be stopped when the job ends");
 
   Pipe status = make_pipe();
   InstanceSupervision supervision{status.write_end.get(), step.stepd.get(), record_dir.get(), name};
+  UniqueFd kept_lock;
+  if (kept != nullptr) {
+    // Its own open of the lock file: a flock belongs to the open file, and the caller's
+    // holds the lock now.
+    kept_lock = open_file(store.app_dir() + "/." + name + ".lock", O_RDWR | O_CLOEXEC);
+    supervision.kept_lock_fd = kept_lock.get();
+    supervision.linger_ms = kept->linger_ms;
+  }
   r.image = image;
   r.namespaces.pid = true;
   r.namespaces.init = true;
@@ -110,17 +114,25 @@ void start_instance(ActionRequest r, const std::string& name, const std::string&
   const pid_t child = ::fork();
   if (child < 0) throw_errno("starting instance " + name);
   if (child == 0) {
-    // The name's lock goes with the starting capsa, not with the instance: a flock
-    // belongs to the open file, which this fork shares.
-    name_lock.reset();
     // The instance's own session: no terminal, no job control of the caller's shell, and
     // no process group a batch system signals with the script's.
     ::setsid();
+    // A kept image is started by a container about to exec its command, which must not
+    // have it as a child (a command that waits for all its children would wait for it):
+    // one more fork, and the instance is an orphan from birth.
+    if (kept != nullptr) {
+      const pid_t holder = ::fork();
+      if (holder < 0) {
+        report_instance_failure(supervision, std::string("fork: ") + std::strerror(errno));
+        ::_exit(1);
+      }
+      if (holder > 0) ::_exit(0);
+    }
     const int null_fd = ::open("/dev/null", O_RDWR);
     if (null_fd >= 0) ::dup2(null_fd, STDIN_FILENO);
     ::dup2(out.get(), STDOUT_FILENO);
     ::dup2(err.get(), STDERR_FILENO);
-    close_inherited({status.write_end.get(), step.stepd.get(), record_dir.get()});
+    close_inherited({status.write_end.get(), step.stepd.get(), record_dir.get(), kept_lock.get()});
     out.release();  // closed just now
     err.release();
     status.read_end.release();
@@ -135,20 +147,38 @@ void start_instance(ActionRequest r, const std::string& name, const std::string&
   }
   status.write_end.reset();
   const std::string line = first_line(status.read_end.get());
-  if (!line.starts_with("ready ")) {
+  if (kept != nullptr || !line.starts_with("ready ")) {
     int wait_status = 0;
     while (::waitpid(child, &wait_status, 0) < 0 && errno == EINTR) {
     }
-    if (line.starts_with("error ")) throw Error("instance " + name + " did not start: " + line.substr(6));
-    throw Error("instance " + name + " did not start (see " + record.log_err + ")");
   }
-  record.pid = static_cast<pid_t>(std::atol(line.c_str() + 6));
+  if (!line.starts_with("ready ")) {
+    if (line.starts_with("error ")) throw Error("instance " + name + " did not start: " + line.substr(6));
+    throw Error("instance " + name + " did not start" + (kept ? std::string() : " (see " + record.log_err + ")"));
+  }
+  // "ready INIT MONITOR", both in this PID namespace.
+  char* rest = nullptr;
+  record.pid = static_cast<pid_t>(std::strtol(line.c_str() + 6, &rest, 10));
+  record.monitor = static_cast<pid_t>(std::strtol(rest, nullptr, 10));
   record.start_time = process_start_time(record.pid);
-  record.monitor = child;
-  record.monitor_start_time = process_start_time(child);
+  record.monitor_start_time = process_start_time(record.monitor);
   const char* home = std::getenv("HOME");
   record.home = r.fakeroot ? "/root" : (!r.home.empty() ? r.home.substr(r.home.find(':') + 1) : (home ? home : "/"));
   store.save(record);
+  return record;
+}
+
+void start_instance(ActionRequest r, const std::string& name, const std::string& pid_file) {
+  check_instance_name(name);
+  (void)real_path(r.image);  // a missing image fails here, before anything starts
+  InstanceStore store = InstanceStore::for_caller();
+  // One start of a name at a time: the check for a live instance and the new record are
+  // made under this lock.
+  UniqueFd name_lock = lock_instance_name(store, name, LOCK_EX);
+  if (std::optional<InstanceRecord> running = store.find(name))
+    throw Error("instance " + name + " already exists (PID " + std::to_string(running->pid) + ", image " +
+                running->image + "): stop it with `capsa instance stop " + name + "` or choose another name");
+  const InstanceRecord record = spawn_instance(std::move(r), name, store, nullptr);
   if (!pid_file.empty()) {
     // As Apptainer: the pid and a newline, the file replaced; a failure is only a warning.
     try {
@@ -160,6 +190,13 @@ void start_instance(ActionRequest r, const std::string& name, const std::string&
     }
   }
   log::info("instance started successfully");
+}
+
+UniqueFd lock_instance_name(const InstanceStore& store, const std::string& name, int operation) {
+  UniqueFd lock = open_file(store.app_dir() + "/." + name + ".lock", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  while (::flock(lock.get(), operation) != 0)
+    if (errno != EINTR) throw_errno("locking the instance name " + name);
+  return lock;
 }
 
 }  // namespace capsa::runtime

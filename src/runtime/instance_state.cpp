@@ -119,6 +119,7 @@ std::string record_to_json(const InstanceRecord& r) {
                               {"slurmJobId", r.job_id},
                               {"slurmStepId", r.step_id},
                               {"created", r.created}};
+  if (!r.kept_key.empty()) j["keptKey"] = r.kept_key;
   return j.dump(1, '\t') + "\n";
 }
 
@@ -142,6 +143,7 @@ InstanceRecord record_from_json(const std::string& text, const std::string& what
     r.job_id = j.value("slurmJobId", "");
     r.step_id = j.value("slurmStepId", "");
     r.created = j.value("created", "");
+    r.kept_key = j.value("keptKey", "");
     return r;
   } catch (const json::exception& e) {
     throw FormatError(what + ": not an instance record (" + e.what() + ")");
@@ -207,6 +209,21 @@ std::vector<InstanceRecord> InstanceStore::list(const std::string& glob) const {
   std::vector<InstanceRecord> out;
   for (const std::string& name : names)
     if (auto record = find(name)) out.push_back(std::move(*record));
+  return out;
+}
+
+std::vector<InstanceRecord> InstanceStore::list_kept() const {
+  std::vector<std::string> names;
+  if (DIR* dir = ::opendir(app_dir_.c_str())) {
+    while (dirent* entry = ::readdir(dir)) {
+      const std::string file = entry->d_name;
+      if (file.starts_with(".k-") && file.ends_with(".json")) names.push_back(file.substr(0, file.size() - 5));
+    }
+    ::closedir(dir);
+  }
+  std::vector<InstanceRecord> out;
+  for (const std::string& name : names)
+    if (auto record = find(name); record && !record->kept_key.empty()) out.push_back(std::move(*record));
   return out;
 }
 

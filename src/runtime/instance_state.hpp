@@ -36,6 +36,7 @@ struct InstanceRecord {
   std::string job_id;   // SLURM_JOB_ID, "" outside a job
   std::string step_id;  // SLURM_STEP_ID ("batch" in a batch script)
   std::string created;  // RFC 3339
+  std::string kept_key;  // a kept image's (kept_image.hpp); "" for an instance
 };
 
 // Instance names: what Apptainer accepts, letters, digits, '.', '_' and '-', 1 to 128 of
@@ -58,6 +59,8 @@ class InstanceStore {
   std::optional<InstanceRecord> find(const std::string& name) const;
   // The live records whose name matches the shell pattern `glob` ("*": all), by name.
   std::vector<InstanceRecord> list(const std::string& glob = "*") const;
+  // The live records of kept images (kept_image.hpp), which list() leaves out.
+  std::vector<InstanceRecord> list_kept() const;
   // Writes `record` atomically (0600).
   void save(const InstanceRecord& record) const;
   // Removes the record of `name` if it still names `pid` (a new instance of the same name

@@ -36,6 +36,7 @@
 #include "runtime/identity_files.hpp"
 #include "runtime/image_mount.hpp"
 #include "runtime/instance_init.hpp"
+#include "runtime/kept_image.hpp"
 #include "runtime/mount_plan.hpp"
 #include "runtime/mpi_launcher.hpp"
 #include "runtime/namespaces.hpp"
@@ -284,9 +285,18 @@ void enter_working_directory(const std::string& wanted, bool explicit_pwd, const
 
 }  // namespace
 
+void add_launch_environment(const ActionRequest& r, const EnvMap& host, ComposedEnvironment& env) {
+  if (r.nv || r.nvccli) pass_gpu_selection(host, env);
+  // Apptainer sets both; the image's 95-apps.sh and the action script read SINGULARITY_APPNAME.
+  if (!r.app.empty()) env.process["APPTAINER_APPNAME"] = env.process["SINGULARITY_APPNAME"] = r.app;
+  if (r.no_eval) env.process["APPTAINER_NO_EVAL"] = env.process["SINGULARITY_NO_EVAL"] = "1";
+}
+
 void launch(const ActionRequest& r) {
   phases::mark("launch");
   if (needs_temporary_image(r)) launch_with_temporary_image(r);
+  // Back-to-back containers of one image join the mounts the first one keeps.
+  if (r.namespaces.instance == nullptr) join_or_keep_image(r);  // returns when not kept
   // Root with -u/--userns or --fakeroot runs as everyone else does: in a user namespace,
   // image on FUSE.
   const bool privileged = ::geteuid() == 0 && !r.userns && !r.fakeroot;
@@ -458,11 +468,8 @@ void launch(const ActionRequest& r) {
   if (!r.shell.empty()) env_request.host["APPTAINER_SHELL"] = r.shell;
   ComposedEnvironment env = compose_environment(env_request);
   if (!r.shell.empty()) env.process["APPTAINER_SHELL"] = env.process["SINGULARITY_SHELL"] = r.shell;
-  if (r.nv || r.nvccli) pass_gpu_selection(env_request.host, env);
+  add_launch_environment(r, env_request.host, env);
   for (const auto& [name, value] : cdi.env) env.process[name] = value;  // as the spec says, also with --cleanenv
-  // Apptainer sets both; the image's 95-apps.sh and the action script read SINGULARITY_APPNAME.
-  if (!r.app.empty()) env.process["APPTAINER_APPNAME"] = env.process["SINGULARITY_APPNAME"] = r.app;
-  if (r.no_eval) env.process["APPTAINER_NO_EVAL"] = env.process["SINGULARITY_NO_EVAL"] = "1";
   if (r.namespaces.instance != nullptr)  // an instance's processes know its name, as Apptainer's
     env.process["APPTAINER_INSTANCE"] = env.process["SINGULARITY_INSTANCE"] = r.namespaces.instance->name;
   for (const auto& warning : env.warnings) log::warning(warning);

@@ -4,6 +4,7 @@
 // its own; the only helper that may live on, the FUSE server, dies with it. A private PID
 // namespace (--pid, --containall) is the exception: it needs an init, and capsa stays to
 // forward signals (pid_namespace.hpp).
+#include <map>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,12 @@ struct ActionRequest {
   std::vector<std::string> cdi_dirs;     // --cdi-dirs; empty: /etc/cdi, /var/run/cdi
   SiteOptions site;                      // from the administrator's configuration (site_policy.hpp)
 };
+
+// What launch adds to the environment compose_environment makes (the GPU selection, the
+// app's name, --no-eval); a container joining a kept image gets the same.
+struct ComposedEnvironment;
+void add_launch_environment(const ActionRequest& request, const std::map<std::string, std::string>& host,
+                            ComposedEnvironment& env);
 
 // Never returns: execs the command, or throws before anything was changed on the host.
 [[noreturn]] void launch(const ActionRequest& request);

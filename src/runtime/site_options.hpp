@@ -16,6 +16,7 @@ struct SiteOptions {
   unsigned long session_size_mib = 64;                      // `sessiondir max size`
   bool kernel_squashfs = true;                              // `allow kernel squashfs`: root may loop-mount
   bool mount_slave = true;                                  // `mount slave`: host mounts propagate in
+  unsigned long keep_image_seconds = 3;                     // `keep image seconds` (runtime/kept_image.hpp)
 };
 
 }  // namespace capsa::runtime

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <csignal>
 #include <cstring>
+#include <string>
 
 #include "util/error.hpp"
 
@@ -102,10 +103,13 @@ DetachedChild DetachedChild::start(const std::function<int()>& body, const Child
   return {pid, std::move(reading)};
 }
 
-EndWatch EndWatch::of_this_process() {
+EndWatch EndWatch::of_this_process() { return of(::getpid()); }
+
+EndWatch EndWatch::of(pid_t pid) {
   EndWatch watch;
-  watch.pidfd_ = pidfd_of(::getpid());
-  if (!watch.pidfd_) watch.proc_dir_ = UniqueFd(::open("/proc/self", O_PATH | O_DIRECTORY | O_CLOEXEC));
+  watch.pidfd_ = pidfd_of(pid);
+  if (!watch.pidfd_)
+    watch.proc_dir_ = UniqueFd(::open(("/proc/" + std::to_string(pid)).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
   return watch;
 }
 

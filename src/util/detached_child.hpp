@@ -43,6 +43,9 @@ class DetachedChild {
 class EndWatch {
  public:
   static EndWatch of_this_process();
+  // Of another process, alive now (e.g. a peer blocked on a socket); the caller checks
+  // that `pid` names the process it means.
+  static EndWatch of(pid_t pid);
   // Whether the process has ended (never blocks).
   bool ended() const;
   // Returns once it has.
