@@ -116,3 +116,39 @@ EOF
       printf "%-11s %-5s %10.1f %10.0f %8s   %10.1f %8s\n", d, c, sb / ss / 1e6, sf / ss, sr, lb / ls / 1e6, lr }'
   done
 done
+
+# Where a FUSE request's time goes: one more warm small-file run of capsa's server, which
+# counts its requests and the time of their handlers (CAPSA_FUSE_STATS,
+# squashfs/request_stats.hpp). What the handlers do not account for is the kernel's side:
+# the request's trip through /dev/fuse, the wait for a free server thread, the copy of
+# the reply into the page cache.
+case " $drivers " in *" builtin "*)
+  mkdir -p "$work/stats" && chown "$user" "$work/stats"
+  sync
+  echo 3 > /proc/sys/vm/drop_caches
+  cat "$work/bench.sif" > /dev/null
+  read -r sbytes sfiles ssec <<EOF2
+$(cd "$work" && as_user env CAPSA_FUSE=builtin CAPSA_FUSE_STATS="$work/stats/counters" "$capsa" exec bench.sif /readtree tree /data/small "$threads")
+EOF2
+  /usr/bin/python3 - "$work/stats/counters" "$sfiles" "$ssec" "$threads" <<'PY'
+import struct, sys
+path, files, seconds, threads = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
+# RequestKind's order (src/squashfs/request_stats.hpp); two uint64 each: count, ns.
+kinds = ["LOOKUP", "GETATTR", "READLINK", "OPENDIR", "READDIR", "OPEN", "READ", "STATFS", "block read",
+         "block decompress"]
+data = open(path, "rb").read()
+values = struct.unpack("<%dQ" % (2 * len(kinds)), data[:16 * len(kinds)])
+print("FUSE requests of one warm small-file run (builtin, %d files, %.3f s, %d threads):" % (files, seconds, threads))
+print("%-18s %9s %10s %9s %12s" % ("request", "count", "per file", "mean us", "total ms"))
+handlers = 0
+for i, name in enumerate(kinds):
+    count, ns = values[2 * i], values[2 * i + 1]
+    if count == 0:
+        continue
+    if not name.startswith("block"):
+        handlers += ns
+    print("%-18s %9d %10.2f %9.1f %12.1f" % (name, count, count / files, ns / count / 1e3, ns / 1e6))
+print("handlers in all: %.1f ms of %.1f ms of wall time x %d threads; the rest is the kernel's side "
+      "(transport, queueing, page cache)" % (handlers / 1e6, seconds * 1e3, threads))
+PY
+;; esac

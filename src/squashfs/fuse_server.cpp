@@ -31,6 +31,7 @@
 
 #include "squashfs/directory_entries.hpp"
 #include "squashfs/image.hpp"
+#include "squashfs/request_stats.hpp"
 #include "squashfs/sqfs_handles.hpp"
 #include "squashfs/window_file.hpp"
 #include "util/error.hpp"
@@ -214,6 +215,7 @@ struct FuseImage::Impl {
   RefTable<NodeRef> nodes{kMaxCachedInodes};
   RefTable<ListingRef> listings{kMaxCachedDirectoryEntries};
   BlockCache blocks;
+  RequestStats* stats = RequestStats::from_environment();  // bench/read.sh's breakdown; nullptr: off
 
   // The parts of libsquashfs that keep state between calls (a decompressor's stream, a
   // meta data reader's current block) cannot be shared between threads: each request
@@ -384,12 +386,17 @@ Block FuseImage::Impl::block(std::uint64_t position, std::uint32_t size_word, st
   auto data = std::make_shared<std::vector<std::uint8_t>>();
   if (!SQFS_IS_BLOCK_COMPRESSED(size_word)) {
     data->resize(stored);
+    TimedRequest timed(stats, RequestKind::block_read);
     check(read_window(image->file(), position, data->data(), stored));
   } else {
     Lease readers(*this);
     readers->scratch.resize(stored);
-    check(read_window(image->file(), position, readers->scratch.data(), stored));
+    {
+      TimedRequest timed(stats, RequestKind::block_read);
+      check(read_window(image->file(), position, readers->scratch.data(), stored));
+    }
     data->resize(super.block_size);
+    TimedRequest timed(stats, RequestKind::block_decompress);
     sqfs_s32 n = readers->decompressor->do_block(readers->decompressor.get(), readers->scratch.data(), stored,
                                                  data->data(), super.block_size);
     check(n);
@@ -450,9 +457,11 @@ FuseImage::Impl& image_of(fuse_req_t req) { return *static_cast<FuseImage::Impl*
 
 // Runs a request handler, turning a failure into an error reply.
 template <typename Body>
-void answer(fuse_req_t req, Body&& body) {
+void answer(fuse_req_t req, RequestKind kind, Body&& body) {
+  FuseImage::Impl& image = image_of(req);
+  TimedRequest timed(image.stats, kind);
   try {
-    body(image_of(req));
+    body(image);
   } catch (const RequestError& e) {
     fuse_reply_err(req, e.err);
   } catch (const ImageError& e) {
@@ -473,7 +482,7 @@ void op_init(void* userdata, fuse_conn_info* conn) {
 }
 
 void op_lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
-  answer(req, [&](FuseImage::Impl& image) {
+  answer(req, RequestKind::lookup, [&](FuseImage::Impl& image) {
     NodeRef dir = image.node_of(parent);
     if (!is_dir(*dir->inode)) throw RequestError{ENOTDIR};
     std::uint64_t dir_ref = image.ref_of(parent);
@@ -497,14 +506,14 @@ void op_forget(fuse_req_t req, fuse_ino_t, uint64_t) { fuse_reply_none(req); }  
 void op_forget_multi(fuse_req_t req, size_t, fuse_forget_data*) { fuse_reply_none(req); }
 
 void op_getattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) {
-  answer(req, [&](FuseImage::Impl& image) {
+  answer(req, RequestKind::getattr, [&](FuseImage::Impl& image) {
     NodeRef n = image.node_of(ino);
     fuse_reply_attr(req, &n->attr, kCacheTimeout);
   });
 }
 
 void op_readlink(fuse_req_t req, fuse_ino_t ino) {
-  answer(req, [&](FuseImage::Impl& image) {
+  answer(req, RequestKind::readlink, [&](FuseImage::Impl& image) {
     NodeRef n = image.node_of(ino);
     if (!is_symlink(*n->inode)) throw RequestError{EINVAL};
     std::string target(reinterpret_cast<const char*>(n->inode->extra), n->inode->payload_bytes_used);
@@ -522,7 +531,7 @@ ListingRef listing_of(FuseImage::Impl& image, fuse_ino_t ino, const fuse_file_in
 }
 
 void op_opendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
-  answer(req, [&](FuseImage::Impl& image) {
+  answer(req, RequestKind::opendir, [&](FuseImage::Impl& image) {
     if (image.opendirs_without_asking) throw RequestError{ENOSYS};  // a success: see opendirs_without_asking
     auto held = std::make_unique<ListingRef>(listing_of(image, ino, nullptr));
     fi->fh = reinterpret_cast<std::uint64_t>(held.get());
@@ -539,7 +548,7 @@ void op_releasedir(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
 
 // Offsets: 0 is the start, 1 follows ".", 2 follows "..", 3+i follows entry i.
 void read_directory(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset, fuse_file_info* fi, bool plus) {
-  answer(req, [&](FuseImage::Impl& image) {
+  answer(req, RequestKind::readdir, [&](FuseImage::Impl& image) {
     ListingRef held = listing_of(image, ino, fi);
     const Listing& entries = *held;
     std::vector<char> buffer(size);
@@ -580,7 +589,7 @@ void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset, f
 }
 
 void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
-  answer(req, [&](FuseImage::Impl& image) {
+  answer(req, RequestKind::open, [&](FuseImage::Impl& image) {
     // A success that keeps the page cache (the kernel's default for such opens). The
     // mount is read-only, so the kernel refuses opens for writing itself.
     if (image.opens_without_asking) throw RequestError{ENOSYS};
@@ -593,7 +602,7 @@ void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
 }
 
 void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset, fuse_file_info*) {
-  answer(req, [&](FuseImage::Impl& image) {
+  answer(req, RequestKind::read, [&](FuseImage::Impl& image) {
     NodeRef n = image.node_of(ino);
     if (!is_file(*n->inode)) throw RequestError{EINVAL};
     std::vector<Piece> pieces = image.read(*n, static_cast<std::uint64_t>(std::max<off_t>(offset, 0)), size);
@@ -605,7 +614,7 @@ void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset, fuse_fil
 }
 
 void op_statfs(fuse_req_t req, fuse_ino_t) {
-  answer(req, [&](FuseImage::Impl& image) {
+  answer(req, RequestKind::statfs, [&](FuseImage::Impl& image) {
     struct statvfs st {};
     st.f_bsize = st.f_frsize = image.super.block_size;
     st.f_blocks = (image.super.bytes_used + image.super.block_size - 1) / image.super.block_size;
