@@ -21,17 +21,11 @@ user=${CAPSA_TEST_USER:-capsa-test}
 . "$root/bench/lib.sh"
 bench_preflight burst.sh "the unprivileged runs are started from root"
 command -v hyperfine >/dev/null || { echo "bench/burst.sh: needs hyperfine" >&2; exit 1; }
-work=$(mktemp -d /var/tmp/capsa-bench-burst-XXXXXX)
-cleanup() {
+bench_cleanup() {  # ends the kept images (cache clean), in a cache of the run's own
   CAPSA_CACHEDIR="$work/cache" "$capsa" cache clean --force >/dev/null 2>&1 || true
   "$root/tests/support/as-test-user" env CAPSA_CACHEDIR="$work/user/cache" "$capsa" cache clean --force >/dev/null 2>&1 || true
-  fuse_restore
-  rm -rf "$work"
 }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-chmod 755 "$work"
-fuse_open
+bench_workdir burst
 cp "$image" "$work/image.sif"
 id=$("$capsa" sif list "$work/image.sif" | awk -F"|" '/Squashfs/ { gsub(/ /, "", $1); print $1; exit }')
 "$capsa" sif dump "${id:-1}" "$work/image.sif" > "$work/image.sqfs"

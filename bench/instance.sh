@@ -21,18 +21,12 @@ for tool in hyperfine jq; do
   command -v "$tool" >/dev/null || { echo "bench/instance.sh: needs $tool" >&2; exit 1; }
 done
 
-work=$(mktemp -d /var/tmp/capsa-bench-instance-XXXXXX)
 name="bench-instance-$$"
-cleanup() {
+bench_cleanup() {
   "$capsa" instance stop -F "$name" >/dev/null 2>&1 || true
   "$root/tests/support/as-test-user" "$capsa" instance stop -F "$name" >/dev/null 2>&1 || true
-  fuse_restore
-  rm -rf "$work"
 }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-chmod 755 "$work"
-fuse_open
+bench_workdir instance
 cp "$image" "$work/image.sif"
 chmod 644 "$work/image.sif"
 cd "$work"

@@ -1,6 +1,5 @@
-# Helpers shared by the bench scripts; sourced
-# (`. "$root/bench/lib.sh"`) once $root (the source tree) and $work (the run's scratch
-# directory) are set.
+# Helpers shared by the bench scripts; sourced (`. "$root/bench/lib.sh"`) once $root
+# (the source tree) is set. $work is the run's scratch directory (bench_workdir).
 
 bench_fixtures=/var/tmp/capsa-test-fixtures
 
@@ -62,3 +61,19 @@ fuse_open() {
   chmod 666 /dev/fuse
 }
 fuse_restore() { [ -z "${fuse_mode:-}" ] || chmod "$fuse_mode" /dev/fuse; }
+
+# bench_workdir NAME: makes $work (/var/tmp/capsa-bench-NAME-XXXXXX, mode 755: the test
+# user's runs read it), opens /dev/fuse to every user, and on exit runs the script's own
+# bench_cleanup when it defines one, puts /dev/fuse back and removes $work.
+bench_workdir() {
+  work=$(mktemp -d "/var/tmp/capsa-bench-$1-XXXXXX")
+  trap bench_exit EXIT
+  trap 'exit 130' INT TERM
+  chmod 755 "$work"
+  fuse_open
+}
+bench_exit() {
+  if command -v bench_cleanup >/dev/null 2>&1; then bench_cleanup; fi
+  fuse_restore
+  rm -rf "$work"
+}

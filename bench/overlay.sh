@@ -24,15 +24,7 @@ sif=$root/tests/fixtures/upstream/sif/real/busybox_amd64.sif
 . "$root/bench/lib.sh"
 bench_preflight overlay.sh "drop_caches, loop devices"
 
-work=$(mktemp -d /var/tmp/capsa-bench-overlay-XXXXXX)
-cleanup() {
-  fuse_restore
-  rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-chmod 755 "$work"
-fuse_open
+bench_workdir overlay
 cp "$sif" "$work/busybox.sif"
 chmod 644 "$work/busybox.sif"
 mkdir "$work/user"  # where the unprivileged user's image lives

@@ -29,15 +29,7 @@ drivers=${CAPSA_BENCH_DRIVERS:-kernel builtin squashfuse}
 . "$root/bench/lib.sh"
 bench_preflight read.sh "drop_caches, loop devices"
 
-work=$(mktemp -d /var/tmp/capsa-bench-read-XXXXXX)
-cleanup() {
-  fuse_restore
-  rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-chmod 755 "$work"
-fuse_open
+bench_workdir read
 
 as_user() {
   "$root/tests/support/as-test-user" "$@"

@@ -37,17 +37,9 @@ user=${CAPSA_TEST_USER:-capsa-test}
 command -v hyperfine >/dev/null || { echo "bench/start.sh: needs hyperfine" >&2; exit 1; }
 id -u "$user" >/dev/null 2>&1 || { echo "bench/start.sh: test user $user missing (run scripts/create-test-user.sh as root)" >&2; exit 1; }
 
-work=$(mktemp -d /var/tmp/capsa-bench-start-XXXXXX)
 . "$root/bench/lib.sh"
-cleanup() {
-  umount -q "$work/floor" 2>/dev/null || true
-  fuse_restore
-  rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-chmod 755 "$work"
-fuse_open
+bench_cleanup() { umount -q "$work/floor" 2>/dev/null || true; }
+bench_workdir start
 
 as_user() {
   env -u CAPSA_FUSE "$root/tests/support/as-test-user" "$@"

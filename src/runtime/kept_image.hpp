@@ -10,7 +10,8 @@
 //
 // Only containers that a shared root cannot change are kept: no writable layer of any
 // kind, no --contain (its /tmp and home are the container's own), no --scratch, no
-// private namespaces, no fakeroot, no capability, seccomp or CDI options. Everything else
+// private namespaces, no fakeroot, no capability, seccomp, CDI or --app options (an app
+// is checked against the image where it is mounted). Everything else
 // that shapes the root (the image file itself, binds, home, working directory, GPU
 // flags, the site's options, the launcher's environment) is part of the key: a
 // container whose root would differ gets a kept image of its own.
