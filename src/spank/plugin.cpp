@@ -15,10 +15,10 @@
 //                          tasks of the step share the instance's image mount, and Slurm
 //                          still does everything it does before exec (MPI/PMIx variables,
 //                          task prolog, TMPDIR, the user's limits).
-//   slurmstepd exit        `capsa instance stop` (also after scancel), synchronously, so
-//                          that a later step of the same --container-name finds its layer
-//                          free. The instance's monitor also stops it when slurmstepd
-//                          exits, should this not run.
+//   slurmstepd task_exit   after the node's last task (also after scancel): `capsa
+//                          instance stop`, synchronously, so that a later step of the same
+//                          --container-name finds its layer free (exit, should it not have
+//                          run). The instance's monitor also stops it when slurmstepd exits.
 //   slurmd job_epilog      a named container's files of the job are removed.
 extern "C" {
 #include <slurm/slurm.h>
@@ -66,6 +66,7 @@ struct PluginState {
   bool option_seen = false;
   std::string started_instance;  // in slurmstepd, once user_init started it
   bool start_failed = false;     // user_init said why; the tasks must not run
+  uint32_t exited_tasks = 0;     // of this node, seen by task_exit
   uid_t uid = 0;
   gid_t gid = 0;
   std::vector<std::string> env;  // the job's environment, for `instance stop`
@@ -185,6 +186,18 @@ int start_instance(spank_t sp) {
   return ok;
 }
 
+// `capsa instance stop`, synchronously, so that a later step of the same --container-name
+// finds its layer free. The instance's monitor also stops it when slurmstepd exits.
+void stop_instance() {
+  if (state.started_instance.empty()) return;
+  const auto result = capsa::spank::run_as_user(
+      {{state.capsa, "instance", "stop", "--timeout", "5", state.started_instance}, state.env, state.uid, state.gid});
+  if (result.exit_code != 0)
+    slurm_info("capsa: stopping instance %s: exit %d: %s", state.started_instance.c_str(), result.exit_code,
+               capsa::spank::last_line(result.output, "no output").c_str());
+  state.started_instance.clear();
+}
+
 }  // namespace
 
 extern "C" {
@@ -260,14 +273,20 @@ int slurm_spank_task_init(spank_t sp, int /*ac*/, char** /*av*/) {
   return ok;
 }
 
-int slurm_spank_exit(spank_t /*sp*/, int /*ac*/, char** /*av*/) {
+// Once the last task of the node has exited, before Slurm kills what is left of the step
+// (proctrack/linuxproc signals every descendant of slurmstepd, `capsa instance stop`
+// included, once the tasks are gone).
+int slurm_spank_task_exit(spank_t sp, int /*ac*/, char** /*av*/) {
   if (spank_context() != S_CTX_REMOTE || state.started_instance.empty()) return ok;
-  const auto result = capsa::spank::run_as_user(
-      {{state.capsa, "instance", "stop", "--timeout", "5", state.started_instance}, state.env, state.uid, state.gid});
-  if (result.exit_code != 0)
-    slurm_info("capsa: stopping instance %s: exit %d: %s", state.started_instance.c_str(), result.exit_code,
-               capsa::spank::last_line(result.output, "failed").c_str());
-  state.started_instance.clear();
+  uint32_t local_tasks = 0;
+  if (!item(sp, S_JOB_LOCAL_TASK_COUNT, &local_tasks)) return ok;
+  if (++state.exited_tasks >= local_tasks) stop_instance();
+  return ok;
+}
+
+// Should task_exit not have stopped it (a task that never started).
+int slurm_spank_exit(spank_t /*sp*/, int /*ac*/, char** /*av*/) {
+  if (spank_context() == S_CTX_REMOTE) stop_instance();
   return ok;
 }
 
