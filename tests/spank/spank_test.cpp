@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <set>
 #include <sstream>
@@ -48,12 +49,13 @@ class SpankPlugin : public ::testing::Test {
   }
   void TearDown() override { ASSERT_EQ(::chdir("/"), 0); }
 
-  // srun on node n1 with the MPI variables, a cache of the test's own and `extra`.
-  ProcessResult srun(const std::vector<std::string>& args, const std::vector<std::string>& extra = {}) {
+  // srun on `nodes` with the MPI variables, a cache of the test's own and `extra`.
+  ProcessResult srun(const std::vector<std::string>& args, const std::vector<std::string>& extra = {},
+                     const std::string& nodes = "n1") {
     std::vector<std::string> argv = {"env", "CAPSA_CACHEDIR=" + (work / "cache"), "APPTAINER_NOHTTPS=1"};
     for (const auto& e : mpi::mpi_environment()) argv.push_back(e);
     argv.insert(argv.end(), extra.begin(), extra.end());
-    argv.insert(argv.end(), {"srun", "--nodelist=n1", "--overcommit"});
+    argv.insert(argv.end(), {"srun", "--nodelist=" + nodes, "--overcommit"});
     argv.insert(argv.end(), args.begin(), args.end());
     return run_process(argv, "", 300);
   }
@@ -75,6 +77,19 @@ TEST_F(SpankPlugin, FourMpiRanksRunInTheImageWithPmix) {
   EXPECT_FALSE(std::filesystem::exists("/usr/local/bin/mpi_app")) << "the test proves nothing on this host";
   // The PMIx server's datastore (in the slurmd spool, under the build tree here) is
   // bound into the step's instance: no PMIx client error, no fallback.
+  EXPECT_EQ(result.err.find("PMIX ERROR"), std::string::npos) << result.err;
+}
+
+TEST_F(SpankPlugin, RanksOnTwoNodesRunInEachNodesContainer) {
+  const char* nodes = std::getenv("CAPSA_TEST_SLURM_NODES");
+  if (nodes == nullptr || std::atoi(nodes) < 2) GTEST_SKIP() << "a one-node test cluster";
+  auto result = srun({"-N", "2", "-n", "4", "--mpi=pmix", image_option(), "/usr/local/bin/mpi_app", "--size", "4",
+                      "--require-env", "PMIX_RANK,APPTAINER_INSTANCE"},
+                     {}, "n1,n2");
+  EXPECT_EQ(result.exit_code, 0) << result.out << result.err;
+  auto ranks = mpi::ok_ranks(result.out, 4);
+  EXPECT_EQ(ranks.size(), 4u) << result.out << result.err;
+  EXPECT_EQ(mpi::hosts_of(ranks), (std::set<std::string>{"n1", "n2"})) << result.out;
   EXPECT_EQ(result.err.find("PMIX ERROR"), std::string::npos) << result.err;
 }
 
