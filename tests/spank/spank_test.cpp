@@ -185,15 +185,19 @@ TEST_F(SpankPlugin, RemapRootIsRootInside) {
 }
 
 TEST_F(SpankPlugin, ANamedContainerKeepsItsFilesForLaterStepsOfTheJob) {
-  // Two steps of one allocation: the first writes into the named container, the second
-  // (without --container-image) reads it; an unnamed writable container keeps nothing.
+  // Steps of one allocation: the first writes into the named container, the second
+  // (without --container-image) reads that and writes too, right after the first (whose
+  // instance must have let the layer go), the third reads; an unnamed writable container
+  // keeps nothing.
   // The writers are root inside (--container-remap-root): /opt is root's in the image.
   const std::string script =
       "echo job=$SLURM_JOB_ID; "
       "srun -n 2 --container-name=dev --container-image=" +
       mpi::mpi_sif() +
       " --container-writable --container-remap-root /bin/sh -c 'echo kept-$SLURM_PROCID > /opt/step1-$SLURM_PROCID'; "
-      "srun -n 1 --container-name=dev /bin/sh -c 'cat /opt/step1-0 /opt/step1-1'; "
+      "srun -n 1 --container-name=dev --container-writable --container-remap-root /bin/sh -c "
+      "'cat /opt/step1-0 /opt/step1-1 && echo more > /opt/step2'; "
+      "srun -n 1 --container-name=dev /bin/sh -c 'cat /opt/step2'; "
       "srun -n 1 --container-image=" +
       mpi::mpi_sif() +
       " --container-writable --container-remap-root /bin/sh -c "
@@ -205,9 +209,9 @@ TEST_F(SpankPlugin, ANamedContainerKeepsItsFilesForLaterStepsOfTheJob) {
                             "", 300);
   EXPECT_EQ(result.exit_code, 0) << result.out << result.err;
   auto lines = lines_of(result.out);
-  ASSERT_EQ(lines.size(), 5u) << result.out << result.err;
+  ASSERT_EQ(lines.size(), 6u) << result.out << result.err;
   EXPECT_EQ(std::vector<std::string>(lines.begin() + 1, lines.end()),
-            (std::vector<std::string>{"kept-0", "kept-1", "wrote", "gone"}))
+            (std::vector<std::string>{"kept-0", "kept-1", "more", "wrote", "gone"}))
       << result.out << result.err;
   // The job's epilog removes the named container's files.
   const std::string job_dir =
