@@ -57,8 +57,13 @@ set(CAPSA_TEST_SLURM_STATE_DIR "${CMAKE_BINARY_DIR}/test-slurm" CACHE PATH
     "State of the test Slurm cluster: slurm.conf, munge key and socket, spool, logs")
 add_test(NAME slurm.start
          COMMAND "${CMAKE_SOURCE_DIR}/tests/slurm/start.sh" "${CAPSA_TEST_SLURM_STATE_DIR}" "${CAPSA_TEST_SLURM_NODES}")
-set_tests_properties(slurm.start PROPERTIES FIXTURES_SETUP capsa_slurm
-                     ENVIRONMENT "CAPSA_TEST_SLURM_PORT=${CAPSA_TEST_SLURM_PORT}" TIMEOUT 120)
+set(_capsa_slurm_env "CAPSA_TEST_SLURM_PORT=${CAPSA_TEST_SLURM_PORT}")
+# capsa's SPANK plugin (src/spank), when it is built, goes into the cluster's plugstack.conf.
+if(TARGET capsa_spank)
+  list(APPEND _capsa_slurm_env "CAPSA_TEST_SPANK_PLUGIN=$<TARGET_FILE:capsa_spank>"
+       "CAPSA_TEST_SPANK_CAPSA=$<TARGET_FILE:capsa>" "CAPSA_TEST_SPANK_HELPER=$<TARGET_FILE:capsa-spank-task>")
+endif()
+set_tests_properties(slurm.start PROPERTIES FIXTURES_SETUP capsa_slurm ENVIRONMENT "${_capsa_slurm_env}" TIMEOUT 120)
 add_test(NAME slurm.stop COMMAND "${CMAKE_SOURCE_DIR}/tests/slurm/stop.sh" "${CAPSA_TEST_SLURM_STATE_DIR}")
 set_tests_properties(slurm.stop PROPERTIES FIXTURES_CLEANUP capsa_slurm)
 

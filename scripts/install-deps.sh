@@ -46,6 +46,7 @@ if [ "$set_name" = test ]; then
   packages="$packages lmod bash-completion"                # the installed modulefiles, loaded as sites do (tests/cli)
   packages="$packages openmpi-bin libopenmpi-dev"          # MPI: host mpirun, mpicc for mpi_app (tests/mpi, bench/mpi.sh)
   packages="$packages munge slurmctld slurmd slurm-client iproute2" # the private test Slurm cluster (tests/slurm; ss checks its ports)
+  packages="$packages libslurm-dev"                        # <slurm/spank.h>: the SPANK plugin (src/spank, tests/spank)
   packages="$packages gridengine-master gridengine-exec gridengine-client" # the private test Grid Engine cell (tests/gridengine)
   packages="$packages patchelf"                            # tests/gpu/make-kit.sh: capsa and its libraries for a GPU machine
 fi

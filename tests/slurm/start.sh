@@ -15,6 +15,11 @@
 # claims 64 CPUs (SlurmdParameters=config_overrides), so 64 ranks fit on one node of a
 # 2-core machine. Needs root; idempotent (a cluster already running for STATE is reused).
 # Stop with tests/slurm/stop.sh STATE.
+# capsa's SPANK plugin (src/spank, the spank suite) is listed in STATE/plugstack.conf when
+# CAPSA_TEST_SPANK_PLUGIN names it (with CAPSA_TEST_SPANK_CAPSA and _HELPER, the capsa
+# and capsa-spank-task to run); srun and slurmstepd read that file at every step, so it
+# is rewritten even when the cluster is already running. The plugin does nothing for a
+# step without --container-image or --container-name.
 #   tests/slurm/start.sh STATE [NODES]
 set -eu
 state=$1
@@ -40,6 +45,15 @@ ours() {
 }
 
 port_taken() { ss -Htln "sport = :$1" | grep -q .; }
+
+plugstack="$state/plugstack.conf"
+if [ -n "${CAPSA_TEST_SPANK_PLUGIN:-}" ] && [ -f "$CAPSA_TEST_SPANK_PLUGIN" ]; then
+  echo "required $CAPSA_TEST_SPANK_PLUGIN capsa=$CAPSA_TEST_SPANK_CAPSA helper=$CAPSA_TEST_SPANK_HELPER" > "$plugstack.tmp"
+else
+  : > "$plugstack.tmp"
+fi
+chmod 644 "$plugstack.tmp"
+mv "$plugstack.tmp" "$plugstack"
 
 if ours "$state/munge/munged.pid" && ours "$state/slurmctld.pid" && sinfo -h -o '%T' 2>/dev/null | grep -q idle; then
   echo "slurm: already running for $state"
@@ -100,6 +114,7 @@ memory=$(slurmd -C | sed -n 's/.*RealMemory=\([0-9]*\).*/\1/p')
   echo "TaskPlugin=task/none"
   echo "JobAcctGatherType=jobacct_gather/none"
   echo "AccountingStorageType=accounting_storage/none"
+  echo "PlugStackConfig=$plugstack"
   echo "JobCompType=jobcomp/filetxt"
   echo "JobCompLoc=$state/log/jobcomp.txt"
   echo "MpiDefault=pmix"

@@ -1,0 +1,37 @@
+#pragma once
+// A named container (--container-name NAME) keeps its files for the rest of the job on
+// each node: a persistent overlay directory, which later steps of the job mount again
+// (writable with --container-writable), and the image it was made from, so that a later
+// step may omit --container-image. They live in a directory private to the user,
+//   STATEDIR/capsa-spank-UID/HOST/JOB/NAME/        the overlay (upper/, work/)
+//   STATEDIR/capsa-spank-UID/HOST/JOB/NAME.image   the image reference
+// which the job epilog removes. HOST keeps two nodes that share STATEDIR apart.
+#include <sys/types.h>
+
+#include <string>
+
+namespace capsa::spank {
+
+struct NamedPaths {
+  std::string user_dir;  // STATEDIR/capsa-spank-UID
+  std::string host_dir;
+  std::string job_dir;
+  std::string overlay_dir;
+  std::string image_file;
+};
+
+std::string named_job_dir(const std::string& state_dir, uid_t uid, const std::string& host, const std::string& job);
+NamedPaths named_container_paths(const std::string& state_dir, uid_t uid, const std::string& host,
+                                 const std::string& job, const std::string& name);
+
+// Makes the directories (mode 0700; each must be a real directory owned by `uid`, or
+// this throws: a directory someone else made in a shared STATEDIR is never used) and
+// returns the image to start: `image`, recorded for later steps, or the recorded one when
+// `image` is empty. Throws std::runtime_error with one line when there is none, or when
+// `image` differs from the recorded one. Runs with the user's effective ids.
+std::string prepare_named_container(const NamedPaths& paths, uid_t uid, const std::string& image);
+
+// `path` is a directory (not a link) owned by `uid`.
+bool owned_directory(const std::string& path, uid_t uid);
+
+}  // namespace capsa::spank
