@@ -8,6 +8,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/env_flags.hpp"
+#include "cli/execution_control.hpp"
 #include "cli/global_flags.hpp"
 #include "cli/refused_flags.hpp"
 #include "cli/registry_flags.hpp"
@@ -243,6 +244,7 @@ runtime::ActionRequest request_from(const std::string& action, const ActionFlags
   }
   try {
     runtime::check_site_image(site, r.image);
+    if (!r.image.starts_with("instance://")) check_execution_control(r.image);
   } catch (const Error&) {
     std::error_code ignored;
     if (!r.temporary_directory.empty()) std::filesystem::remove_all(r.temporary_directory, ignored);

@@ -31,6 +31,8 @@ void add_pull_command(CLI::App& app);
 void add_build_command(CLI::App& app);
 void add_push_command(CLI::App& app);
 void add_registry_command(CLI::App& app);
+// `remote add|remove|use|list|login|logout|status`: library endpoints (library/remotes.hpp).
+void add_remote_command(CLI::App& app);
 // `config global` (and the refused `config fakeroot`): capsa.conf, cmd_config.cpp.
 void add_config_command(CLI::App& app);
 // `overlay create`: ext3 overlay images and SIF overlay partitions.

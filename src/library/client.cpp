@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <exception>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -77,25 +78,125 @@ void check_digest(int fd, const ImageRecord& record, const LibraryReference& ref
 
 }  // namespace
 
-std::string library_base_url(const LibraryReference& ref, const std::optional<std::string>& flag,
-                             const registry::EnvLookup& env) {
-  std::string url;
-  if (flag && !flag->empty()) {
-    url = *flag;
-  } else if (auto from_env = env("APPTAINER_LIBRARY"); from_env && !from_env->empty()) {
-    url = *from_env;
-  } else if (auto legacy = env("SINGULARITY_LIBRARY"); legacy && !legacy->empty()) {
-    url = *legacy;
-  } else if (!ref.host.empty()) {
-    url = "https://" + ref.host;
-  } else {
-    throw Error("no library is configured for " + ref.written +
-                ": give --library https://HOST (or set APPTAINER_LIBRARY), or name the host: "
-                "library://HOST/ENTITY/COLLECTION/CONTAINER");
-  }
+namespace {
+
+std::string normalised_url(std::string url) {
   if (url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0) url = "https://" + url;
   while (!url.empty() && url.back() == '/') url.pop_back();
   return url;
+}
+
+HttpResponse get_with_token(const std::string& url, const std::string& token, const registry::ClientOptions& options) {
+  HttpSession session(options, nullptr);
+  HttpRequest request;
+  request.url = url;
+  if (!token.empty()) {
+    request.headers.push_back("Authorization: Bearer " + token);
+    request.follow_redirects = false;  // libcurl would show the header to the next host too
+  }
+  return session.perform(request);
+}
+
+}  // namespace
+
+LibraryEndpoint library_endpoint(const LibraryReference& ref, const std::optional<std::string>& flag,
+                                 const Remotes& remotes, bool root, const registry::EnvLookup& env) {
+  std::string chosen;
+  if (flag && !flag->empty()) {
+    chosen = *flag;
+  } else if (auto from_env = env("APPTAINER_LIBRARY"); from_env && !from_env->empty()) {
+    chosen = *from_env;
+  } else if (auto legacy = env("SINGULARITY_LIBRARY"); legacy && !legacy->empty()) {
+    chosen = *legacy;
+  } else if (!ref.host.empty()) {
+    chosen = "https://" + ref.host;
+  }
+  LibraryEndpoint endpoint;
+  const std::string exclusive = remotes.exclusive();
+  if (chosen.empty()) {
+    const std::string active = remotes.active();
+    if (active.empty())
+      throw Error("no library is configured for " + ref.written +
+                  ": give --library https://HOST (or set APPTAINER_LIBRARY), name the host "
+                  "(library://HOST/ENTITY/COLLECTION/CONTAINER), or add a remote: capsa remote add NAME URI");
+    const Remote& remote = remotes.get(active);
+    return {library_url_of(remote), remote.token, active};
+  }
+  endpoint.url = normalised_url(chosen);
+  if (!exclusive.empty() && !root && endpoint.url != library_url_of(remotes.get(exclusive)))
+    throw Error("the administrator made remote " + exclusive + " exclusive: library:// images come from " +
+                library_url_of(remotes.get(exclusive)) + " only, not from " + endpoint.url);
+  // The token of the remote this endpoint is (the active one first).
+  std::vector<std::string> names = {remotes.active()};
+  for (const auto& [name, remote] : remotes.all()) names.push_back(name);
+  for (const std::string& name : names) {
+    if (name.empty()) continue;
+    const Remote& remote = remotes.get(name);
+    if (library_url_of(remote) == endpoint.url) {
+      endpoint.token = remote.token;
+      endpoint.remote = name;
+      break;
+    }
+  }
+  return endpoint;
+}
+
+void check_library_token(const std::string& url, const std::string& token, const registry::ClientOptions& options) {
+  const std::string where = registry::url_host(url);
+  HttpResponse response = get_with_token(url + "/v1/token-status", token, options);
+  if (response.status == 401 || response.status == 403)
+    throw Error("the library at " + where + " rejected the token (HTTP " + std::to_string(response.status) +
+                "): check it and log in again");
+  if (response.status != 200)
+    throw Error("the library at " + where + " answered HTTP " + std::to_string(response.status) +
+                " to the token check (GET /v1/token-status)");
+}
+
+std::vector<ServiceStatus> library_status(const std::string& url, const registry::ClientOptions& options) {
+  const std::string where = registry::url_host(url);
+  auto version_of = [&](const std::string& name, const std::string& service_url) {
+    ServiceStatus status{name, service_url, "N/A", ""};
+    try {
+      HttpResponse response = get_with_token(service_url + "/version", "", options);
+      if (response.status != 200) {
+        status.status = "HTTP " + std::to_string(response.status);
+        return status;
+      }
+      const auto json = nlohmann::json::parse(response.body);
+      const auto& data = json.contains("data") ? json.at("data") : json;
+      status.version = data.value("version", "");
+      status.status = "OK";
+    } catch (const nlohmann::json::exception&) {
+      status.status = "malformed /version";
+    } catch (const registry::TransportError&) {
+      status.status = "unreachable";
+    }
+    return status;
+  };
+  HttpResponse config = get_with_token(url + "/assets/config/config.json", "", options);
+  std::vector<ServiceStatus> out;
+  if (config.status == 200) {
+    try {
+      const auto json = nlohmann::json::parse(config.body);
+      // Sylabs' config.json: {"libraryAPI": {"uri": ...}, "keystoreAPI": {...}, ...}
+      for (const auto& [key, value] : json.items()) {
+        if (!value.is_object() || !value.contains("uri") || !value.at("uri").is_string()) continue;
+        std::string name = key;
+        if (name.size() > 3 && name.ends_with("API")) name.resize(name.size() - 3);
+        if (!name.empty()) name[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(name[0])));
+        out.push_back(version_of(name, normalised_url(value.at("uri").get<std::string>())));
+      }
+    } catch (const nlohmann::json::exception& e) {
+      throw Error("the endpoint at " + where + " sent a malformed /assets/config/config.json: " + e.what());
+    }
+    if (!out.empty()) return out;
+  }
+  ServiceStatus own = version_of("Library", url);
+  if (own.status != "OK")
+    throw Error("the endpoint at " + where + " answered neither /assets/config/config.json nor /version (" +
+                own.status + ")");
+  out.push_back(own);
+  return out;
 }
 
 LibraryClient::LibraryClient(std::string base_url, registry::ClientOptions options)
@@ -105,8 +206,15 @@ ImageRecord LibraryClient::image(const LibraryReference& ref, const std::string&
   HttpSession session(options_, nullptr);
   HttpRequest request;
   request.url = base_url_ + "/v1/images/" + ref.api_path() + "?arch=" + architecture;
+  if (!token.empty()) {
+    request.headers.push_back("Authorization: Bearer " + token);
+    request.follow_redirects = false;  // libcurl would show the header to the next host too
+  }
   HttpResponse response = session.perform(request);
   const std::string where = registry::url_host(base_url_);
+  if ((response.status == 401 || response.status == 403) && !token.empty())
+    throw Error("the library at " + where + " rejected the token of remote " + remote + " (HTTP " +
+                std::to_string(response.status) + "): log in again with `capsa remote login " + remote + "`");
   if (response.status == 404)
     throw Error(describe(ref) + " was not found for " + architecture + " at " + where +
                 " (check the name and tag, or pull another architecture with --arch)");
@@ -153,6 +261,7 @@ void LibraryClient::download(const LibraryReference& ref, const std::string& arc
   HttpRequest request;
   request.url = base_url_ + "/v1/imagefile/" + ref.api_path() + "?arch=" + architecture;
   request.follow_redirects = false;
+  if (!token.empty()) request.headers.push_back("Authorization: Bearer " + token);
   OffsetWriter whole(fd, 0, record.size, 200, count);
   HttpResponse response = session.perform(request, &whole);
   const std::string where = registry::url_host(base_url_);

@@ -12,8 +12,10 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "library/reference.hpp"
+#include "library/remotes.hpp"
 #include "registry/options.hpp"
 
 namespace capsa::library {
@@ -24,11 +26,34 @@ struct ImageRecord {
   std::string architecture;  // as recorded; empty when the library does not say
 };
 
+// A library to talk to, and the token to show it (Authorization: Bearer), if any.
+struct LibraryEndpoint {
+  std::string url;     // https://HOST or http://HOST:PORT, no trailing /
+  std::string token;   // of the remote whose endpoint this is; "" for none
+  std::string remote;  // that remote's name, "" when no remote names this endpoint
+};
+
 // Where the library is: --library URL, else APPTAINER_LIBRARY / SINGULARITY_LIBRARY, else
-// https://HOST of a reference that names one. Apptainer configures no default library
-// (its remote list is empty until a site adds one), and neither does capsa: Error otherwise.
-std::string library_base_url(const LibraryReference& ref, const std::optional<std::string>& flag,
-                             const registry::EnvLookup& env = registry::process_env);
+// https://HOST of a reference that names one, else the active remote (remotes.hpp).
+// Apptainer configures no default library (its remote list is empty until a site adds
+// one), and neither does capsa: Error otherwise. The token is that of the remote whose
+// endpoint the URL is, so a token is never shown to another host. With an exclusive
+// system remote, only root may name another library (Error).
+LibraryEndpoint library_endpoint(const LibraryReference& ref, const std::optional<std::string>& flag,
+                                 const Remotes& remotes, bool root,
+                                 const registry::EnvLookup& env = registry::process_env);
+
+// Checks `token` at the library (GET /v1/token-status, as SingularityCE's client does):
+// Error naming the endpoint when it is refused (HTTP 401/403) or the check fails.
+void check_library_token(const std::string& url, const std::string& token, const registry::ClientOptions& options);
+
+// One line per service of the endpoint (`remote status`): the services its
+// /assets/config/config.json lists, each with its /version, or the endpoint's own
+// /version when it has no such file. Error when the endpoint answers neither.
+struct ServiceStatus {
+  std::string name, url, status, version;
+};
+std::vector<ServiceStatus> library_status(const std::string& url, const registry::ClientOptions& options);
 
 class LibraryClient {
  public:
@@ -47,6 +72,10 @@ class LibraryClient {
   // default part size and concurrency).
   std::uint64_t part_size = 5 << 20;
   int concurrency = 4;
+  // Sent as a Bearer token to the library itself (never to the blob store it redirects
+  // to); `remote` names its remote in messages.
+  std::string token;
+  std::string remote;
 
  private:
   std::string base_url_;

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <memory>
@@ -52,12 +53,16 @@ cache::EntryUse library_entry(const PullOptions& options, LibraryCache& where, P
   const library::LibraryReference ref = library::parse_library_reference(options.reference);
   registry::ClientOptions client_options = registry::options_from_environment();
   client_options.log = [&progress](std::string_view line) { progress.note(std::string(line)); };
-  const std::string base_url = library::library_base_url(ref, options.library);
+  const library::LibraryEndpoint endpoint =
+      library::library_endpoint(ref, options.library, library::Remotes::load(), ::geteuid() == 0);
+  const std::string& base_url = endpoint.url;
   // A library given as http:// (a test or a site-internal server) is reached over plain
   // HTTP, its blob store too; an https:// one never redirects to plain HTTP.
   client_options.insecure_http =
       client_options.insecure_http || options.registry.nohttps || base_url.rfind("http://", 0) == 0;
   library::LibraryClient client(base_url, client_options);
+  client.token = endpoint.token;
+  client.remote = endpoint.remote;
   const std::string architecture = architecture_of(options);
   const library::ImageRecord record = client.image(ref, architecture);
   from_cache = true;

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "util/error.hpp"
+#include "util/install_layout.hpp"
 
 namespace capsa::signing {
 namespace {
@@ -43,7 +44,39 @@ std::vector<std::string> global_public_keyrings() {
           "/etc/singularity/global-pgp-public"};
 }
 
+std::vector<std::string> administrator_public_keyrings() {
+  std::vector<std::string> files = config_candidates("global-pgp-public");
+  for (const auto& global : global_public_keyrings()) files.push_back(global);
+  return files;
+}
+
 GnupgHome open_user_keyring() { return GnupgHome(capsa_keys_directory()); }
+
+namespace {
+
+void import_files(GnupgHome& trusted, const std::vector<std::string>& files) {
+  for (const auto& file : files) {
+    std::error_code ec;
+    if (!std::filesystem::exists(file, ec)) continue;
+    std::ifstream in(file, std::ios::binary);
+    std::stringstream bytes;
+    bytes << in.rdbuf();
+    if (!in || bytes.str().empty()) continue;
+    try {
+      trusted.import(bytes.str());
+    } catch (const Error& e) {
+      throw Error(file + ": cannot read this public keyring: " + e.what());
+    }
+  }
+}
+
+}  // namespace
+
+GnupgHome public_keys_from(const std::vector<std::string>& files) {
+  GnupgHome trusted = GnupgHome::temporary();
+  import_files(trusted, files);
+  return trusted;
+}
 
 GnupgHome trusted_public_keys() {
   GnupgHome trusted = GnupgHome::temporary();
@@ -55,19 +88,7 @@ GnupgHome trusted_public_keys() {
   }
   std::vector<std::string> files = {apptainer_public_keyring()};
   for (const auto& global : global_public_keyrings()) files.push_back(global);
-  for (const auto& file : files) {
-    std::error_code ec;
-    if (!std::filesystem::exists(file, ec)) continue;
-    std::ifstream in(file, std::ios::binary);
-    std::stringstream bytes;
-    bytes << in.rdbuf();
-    if (!in || bytes.str().empty()) continue;
-    try {
-      trusted.import(bytes.str());
-    } catch (const Error& e) {
-      throw Error(file + ": cannot read Apptainer's public keyring: " + e.what());
-    }
-  }
+  import_files(trusted, files);
   return trusted;
 }
 

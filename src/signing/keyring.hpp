@@ -22,6 +22,15 @@ GnupgHome open_user_keyring();
 // (global-pgp-public under /etc/apptainer, /usr/local/etc/apptainer, /etc/singularity).
 std::vector<std::string> global_public_keyrings();
 
+// Apptainer's global keyrings and capsa's own, PREFIX/etc/capsa/global-pgp-public (found
+// as capsa.conf is): the keys an administrator trusts. What an execution control list
+// checks signatures against.
+std::vector<std::string> administrator_public_keyrings();
+
+// A throw-away home holding the keys of `files` (OpenPGP key lists, armored or binary);
+// files that do not exist or are empty are skipped.
+GnupgHome public_keys_from(const std::vector<std::string>& files);
+
 // A throw-away home holding every public key the user trusts: capsa's keyring,
 // Apptainer's public keyring and the global ones. What verification checks signatures against.
 GnupgHome trusted_public_keys();

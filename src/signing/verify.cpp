@@ -62,6 +62,11 @@ std::string hex_upper(const std::array<std::uint8_t, 20>& bytes) {
   return out;
 }
 
+// A signature by a key outside the trusted keys, with VerifyOptions::skip_untrusted.
+struct UntrustedSignature {
+  std::string key;
+};
+
 struct Task {
   bool is_group = false;
   std::uint32_t id = 0;        // group or object ID
@@ -91,7 +96,20 @@ class Verifier {
           message += " (it has a legacy signature: add --legacy-insecure)";
         fail(message);
       }
-      for (const Descriptor& sig : signatures) result.signatures.push_back(check(task, sig));
+      std::vector<std::string> untrusted;
+      bool verified = false;
+      for (const Descriptor& sig : signatures) {
+        try {
+          result.signatures.push_back(check(task, sig));
+          verified = true;
+        } catch (const UntrustedSignature& skipped) {
+          untrusted.push_back(skipped.key);
+        }
+      }
+      if (!verified)
+        fail(std::string(task.is_group ? "object group " + std::to_string(task.id)
+                                       : object_label(image_.object(task.id))) +
+             " is signed only by keys that are not trusted (" + joined(untrusted) + ")");
     }
     return result;
   }
@@ -177,8 +195,16 @@ class Verifier {
     return false;
   }
 
+  static std::string joined(const std::vector<std::string>& items) {
+    std::string out;
+    for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
+    return out;
+  }
+
   GnupgHome& trusted() {
-    if (!trusted_) trusted_ = std::make_unique<GnupgHome>(trusted_public_keys());
+    if (!trusted_)
+      trusted_ = std::make_unique<GnupgHome>(options_.keyring_files ? public_keys_from(*options_.keyring_files)
+                                                                    : trusted_public_keys());
     return *trusted_;
   }
 
@@ -210,6 +236,7 @@ class Verifier {
         // GnuPG names the key by the ID in the signature, often only its last 16 digits.
         const std::string recorded = hex_upper(sig.signature().entity);
         const std::string key = recorded.ends_with(e.key_id()) ? recorded : e.key_id();
+        if (options_.skip_untrusted) throw UntrustedSignature{key};
         fail(sig_label + " is signed by key " + key +
              ", which is not in the keyring (import the signer's public key with `capsa key import KEYFILE`)");
       } catch (const Error& e) {

@@ -24,6 +24,14 @@ struct VerifyOptions {
   std::optional<std::uint32_t> object_id;  // --sif-id: only this object
   bool legacy = false;                     // --legacy-insecure: signatures of Singularity < 3.6 (data only)
   bool all = false;                        // --all: with legacy, every grouped object on its own
+  // OpenPGP keyring files (armored or binary key lists) to trust instead of the user's
+  // keyrings: an execution control list trusts the administrator's global keyrings only,
+  // so that no user can vouch for an image by importing a key. nullopt: the user's.
+  std::optional<std::vector<std::string>> keyring_files;
+  // A signature by a key that is not trusted is left out of the result instead of failing
+  // the verification (Apptainer's ECL counts such signers as unvalidated); a group or
+  // object left with no verified signature still fails.
+  bool skip_untrusted = false;
 };
 
 enum class SignatureFormat { Pgp, Dsse, LegacyPgp };

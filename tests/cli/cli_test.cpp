@@ -185,9 +185,9 @@ TEST(Cli, UsageErrorsAreOneLineAndExitOne) {
 }
 
 TEST(Cli, CommandsNotYetImplementedSaySoInOneLine) {
-  auto result = run_process({test::capsa_binary(), "remote", "list"});
+  auto result = run_process({test::capsa_binary(), "search", "lolcow"});
   EXPECT_EQ(result.exit_code, 1);
-  EXPECT_EQ(result.err, "capsa: error: 'remote' is not implemented in this version of capsa yet; see `capsa --help`\n");
+  EXPECT_EQ(result.err, "capsa: error: 'search' is not implemented in this version of capsa yet; see `capsa --help`\n");
 }
 
 TEST(Cli, RunSingularityNameRunsTheImage) {

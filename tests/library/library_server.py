@@ -10,7 +10,14 @@ SingularityCE's client (scs-library-client) asks of it:
          the bytes for images marked "direct"
   GET /blobs/INDEX/HEX on the blob store, with Range (206) or without (200)
 
-  library_server.py CATALOG PORT_FILE
+  GET /v1/token-status, /version and /assets/config/config.json: what a client's
+      `remote login` and `remote status` ask (SingularityCE's token check, the library's
+      version, Sylabs' list of services)
+
+  library_server.py CATALOG PORT_FILE [TOKEN_FILE]
+With TOKEN_FILE, every /v1/ request must carry "Authorization: Bearer TOKEN" (the file's
+first line); others get 401. Requests that carried a token are counted in PORT_FILE.tokens
+(one line each) so tests can tell the token was sent; the blob store never needs one.
 CATALOG is a JSON list of images: {"path": "entity/collection/container:tag", "file": F,
 "arch": "amd64", "mode": M}; M is one of
   normal      record and file agree
@@ -31,6 +38,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlparse, parse_qs
 
 catalog_file, port_file = sys.argv[1], sys.argv[2]
+required_token = None
+if len(sys.argv) > 3:
+    with open(sys.argv[3]) as f:
+        required_token = f.readline().strip()
+token_log_lock = threading.Lock()
 images = {}
 for index, entry in enumerate(json.load(open(catalog_file))):
     with open(entry["file"], "rb") as f:
@@ -68,6 +80,20 @@ class Library(Quiet):
     def do_GET(self):
         url = urlparse(self.path)
         arch = parse_qs(url.query).get("arch", ["amd64"])[0]
+        if url.path == "/version":
+            return self.answer_json(200, {"data": {"version": "1.0.0-capsa-test", "apiVersion": "1.0.0"}})
+        if url.path == "/assets/config/config.json":
+            base = "http://127.0.0.1:%d" % self.server.server_address[1]
+            return self.answer_json(200, {"libraryAPI": {"uri": base}, "tokenAPI": {"uri": base}})
+        authorization = self.headers.get("Authorization", "")
+        if authorization.startswith("Bearer "):
+            with token_log_lock, open(port_file + ".tokens", "a") as log:
+                log.write(url.path + "\n")
+        if url.path.startswith("/v1/") and required_token is not None and \
+                authorization != "Bearer " + required_token:
+            return self.answer_json(401, {"error": {"code": 401, "message": "invalid token"}})
+        if url.path == "/v1/token-status":
+            return self.answer_json(200, {"data": {"status": "valid"}})
         for prefix in ("/v1/images/", "/v1/imagefile/"):
             if url.path.startswith(prefix):
                 image = images.get(url.path[len(prefix):])
