@@ -40,15 +40,15 @@ bool keepable(const ActionRequest& r) {
          r.seccomp_profile.empty() && r.cdi_devices.empty() && !r.nvccli && !r.no_umask && r.app.empty();
 }
 
-// The environment variables that shape a root (the MPI or batch launcher's binds,
-// capsa's own switches), sorted as environ has them.
+// The environment variables that shape a root: capsa's own switches, PATH (where --nv
+// finds the driver's programs), HOME, and the one a launcher's binds come from
+// (mpi_launcher.cpp: the PMIx server's directory). Not the variables that differ from
+// rank to rank of one job (ranks, visible devices): those only reach the command's
+// environment, which every container composes for itself, so the ranks of a job on a
+// node share one kept image.
 bool shapes_the_root(const std::string& name) {
-  static const char* const prefixes[] = {"CAPSA_", "SLURM_", "PMIX_", "PMI_",   "OMPI_",   "I_MPI_",
-                                         "HYDRA_", "PALS_",  "FLUX_", "MPICH_", "NVIDIA_", "CUDA_"};
-  if (name == "CAPSA_PHASE_FD" || name == kLingerVariable) return false;
-  if (name == "PATH" || name == "LD_LIBRARY_PATH" || name == "HOME") return true;
-  return std::any_of(std::begin(prefixes), std::end(prefixes),
-                     [&](const char* prefix) { return name.starts_with(prefix); });
+  if (name == "CAPSA_PHASE_FD" || name == "CAPSA_FUSE_STATS" || name == kLingerVariable) return false;
+  return name.starts_with("CAPSA_") || name == "PATH" || name == "HOME" || name == "PMIX_SERVER_TMPDIR";
 }
 
 std::string current_directory() {

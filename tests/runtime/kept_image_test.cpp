@@ -120,6 +120,22 @@ TEST_F(KeptImages, ContainersWhoseRootsDifferDoNotShare) {
   EXPECT_EQ(plain, mount_namespace({}, 30));
 }
 
+TEST_F(KeptImages, TheRanksOfOneJobShareOne) {
+  std::vector<std::string> namespaces;
+  for (const char* rank : {"0", "1"}) {
+    auto e = env(30);
+    e.emplace_back(std::string("OMPI_COMM_WORLD_RANK=") + rank);
+    e.emplace_back(std::string("CUDA_VISIBLE_DEVICES=") + rank);
+    auto result = capsa({"exec", image_, "sh", "-c", "readlink /proc/self/ns/mnt; echo $OMPI_COMM_WORLD_RANK"}, e);
+    ASSERT_EQ(result.exit_code, 0) << result.err;
+    const auto lines = testing::lines_of(result.out);
+    ASSERT_EQ(lines.size(), 2u) << result.out;
+    EXPECT_EQ(lines[1], rank) << "each rank keeps its own environment";
+    namespaces.push_back(lines[0]);
+  }
+  EXPECT_EQ(namespaces[0], namespaces[1]);
+}
+
 TEST_F(KeptImages, EachContainerHasItsOwnCommandEnvironmentDirectoryAndExitCode) {
   auto first = capsa({"exec", "--pwd", "/etc", image_, "sh", "-c", "echo $GREETING; pwd; exit 3"}, [&] {
     auto e = env(30);
