@@ -51,6 +51,7 @@ if [ "$set_name" = test ]; then
   # what libarchive, GPGME and OpenSSL use, linked statically (scripts/build-static-curl.sh
   # fetches curl's source through apt itself).
   packages="$packages libbz2-dev nettle-dev libassuan-dev libgpg-error-dev"
+  packages="$packages debhelper lintian rpm"              # the packages (scripts/test-packages.sh)
   packages="$packages patchelf"                            # tests/gpu/make-kit.sh: capsa and its libraries for a GPU machine
 fi
 

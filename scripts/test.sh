@@ -3,7 +3,8 @@
 # Installs what is missing, builds everything (tests and fuzzers too), creates the
 # unprivileged test user, checks the style of changed files, then runs ctest: every suite
 # as root and again as that user, the siftool oracle comparisons, and each libFuzzer
-# target for a short bounded time.
+# target for a short bounded time; then builds the .deb and the .rpm, installs the .deb
+# and runs the demo from it (scripts/test-packages.sh).
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/install-deps.sh" test
@@ -12,3 +13,5 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/check-style.sh"
 cd "$root/build"
 ctest --output-on-failure -j "$(nproc)"
+# The packages after the suites, never beside them: the .deb is installed into /usr/bin.
+"$root/scripts/test-packages.sh" "$root/build"
