@@ -19,14 +19,21 @@ for binary in "$@"; do
   table=$(objdump -T "$binary" 2>&1) || { echo "check-glibc-floor.sh: $binary: not an ELF file objdump reads" >&2; exit 2; }
   # Lines read: ADDRESS FLAGS SECTION SIZE [(]GLIBC_2.NN[)] NAME; the version may be hidden in
   # parentheses. Symbols the binary defines itself carry no GLIBC_ version.
+  # GLIBC_PRIVATE and markers such as GLIBC_ABI_DT_RELR (2.36) are above any floor too.
   over=$(printf '%s\n' "$table" | awk -v floor="$floor_minor" -v file="$binary" '
     { for (i = 1; i <= NF; i++) {
         version = $i; gsub(/[()]/, "", version)
+        if (version !~ /^GLIBC_/) continue
         if (version ~ /^GLIBC_2\.[0-9]+(\.[0-9]+)?$/) {
           split(version, part, ".")
-          if (part[2] + 0 > floor + 0) print file ": " $NF " " version
+          if (part[2] + 0 <= floor + 0) continue
         }
+        print file ": " $NF " " version
       } }')
+  markers=$(objdump -p "$binary" | awk -v file="$binary" '
+    /^Version References/ { refs = 1; next }
+    refs && /GLIBC_ABI_|GLIBC_PRIVATE/ { print file ": requires " $NF }')
+  over=$(printf '%s\n%s' "$over" "$markers" | sed '/^$/d')
   if [ -n "$over" ]; then
     printf '%s\n' "$over"
     bad=1
