@@ -35,17 +35,17 @@ foreach(lib IN LISTS capsa_portable_archives)
 endforeach()
 
 # The glibc symbols above 2.28 that the binaries reference, each wrapped in glibc_floor.c
-# (found with scripts/check-glibc-floor.sh on a build without the wrappers).
+# (found with scripts/check-glibc-floor.sh on a build without the wrappers). Only these: a
+# wrapper nothing calls would still import its old-version symbol.
 set(capsa_glibc_wrapped
     __libc_start_main __libc_single_threaded _dl_find_object
     pthread_create pthread_join pthread_detach pthread_cancel pthread_kill pthread_sigmask
     pthread_attr_setstacksize pthread_once pthread_key_create __pthread_key_create pthread_key_delete
     pthread_getspecific pthread_setspecific pthread_rwlock_rdlock pthread_rwlock_wrlock
-    pthread_rwlock_unlock pthread_rwlock_init pthread_rwlock_destroy pthread_mutexattr_init
-    pthread_mutexattr_settype pthread_mutexattr_destroy pthread_mutex_trylock pthread_atfork
+    pthread_rwlock_unlock pthread_rwlock_init pthread_rwlock_destroy pthread_mutex_trylock
     sem_init sem_destroy sem_post sem_wait
     dlopen dlsym dlclose dlerror dladdr
-    stat stat64 lstat lstat64 fstat fstat64 fstatat fstatat64 mknodat mknod
+    stat stat64 lstat lstat64 fstat fstat64 fstatat mknodat
     mount_setattr arc4random sigabbrev_np closefrom)
 set(capsa_glibc_wrap_options)
 foreach(symbol IN LISTS capsa_glibc_wrapped)

@@ -93,12 +93,7 @@ CAPSA_FORWARD(int, pthread_rwlock_unlock, "GLIBC_2.2.5", (pthread_rwlock_t * loc
 CAPSA_FORWARD(int, pthread_rwlock_init, "GLIBC_2.2.5", (pthread_rwlock_t * lock, const pthread_rwlockattr_t* attr),
               (lock, attr))
 CAPSA_FORWARD(int, pthread_rwlock_destroy, "GLIBC_2.2.5", (pthread_rwlock_t * lock), (lock))
-CAPSA_FORWARD(int, pthread_mutexattr_init, "GLIBC_2.2.5", (pthread_mutexattr_t * attr), (attr))
-CAPSA_FORWARD(int, pthread_mutexattr_settype, "GLIBC_2.2.5", (pthread_mutexattr_t * attr, int type), (attr, type))
-CAPSA_FORWARD(int, pthread_mutexattr_destroy, "GLIBC_2.2.5", (pthread_mutexattr_t * attr), (attr))
 CAPSA_FORWARD(int, pthread_mutex_trylock, "GLIBC_2.2.5", (pthread_mutex_t * mutex), (mutex))
-CAPSA_FORWARD(int, pthread_atfork, "GLIBC_2.2.5", (void (*prepare)(void), void (*parent)(void), void (*child)(void)),
-              (prepare, parent, child))
 CAPSA_FORWARD(int, sem_init, "GLIBC_2.2.5", (sem_t * sem, int shared, unsigned value), (sem, shared, value))
 CAPSA_FORWARD(int, sem_destroy, "GLIBC_2.2.5", (sem_t * sem), (sem))
 CAPSA_FORWARD(int, sem_post, "GLIBC_2.2.5", (sem_t * sem), (sem))
@@ -135,9 +130,7 @@ int __wrap_lstat64(const char* path, struct stat* buf);
 int __wrap_fstat(int fd, struct stat* buf);
 int __wrap_fstat64(int fd, struct stat* buf);
 int __wrap_fstatat(int dirfd, const char* path, struct stat* buf, int flags);
-int __wrap_fstatat64(int dirfd, const char* path, struct stat* buf, int flags);
 int __wrap_mknodat(int dirfd, const char* path, mode_t mode, dev_t dev);
-int __wrap_mknod(const char* path, mode_t mode, dev_t dev);
 // On x86_64 struct stat and struct stat64 are the same, so the 64 names share the entry.
 int __wrap_stat(const char* path, struct stat* buf) { return compat___xstat(kCapsaStatVer, path, buf); }
 int __wrap_stat64(const char* path, struct stat* buf) { return compat___xstat(kCapsaStatVer, path, buf); }
@@ -148,14 +141,8 @@ int __wrap_fstat64(int fd, struct stat* buf) { return compat___fxstat(kCapsaStat
 int __wrap_fstatat(int dirfd, const char* path, struct stat* buf, int flags) {
   return compat___fxstatat(kCapsaStatVer, dirfd, path, buf, flags);
 }
-int __wrap_fstatat64(int dirfd, const char* path, struct stat* buf, int flags) {
-  return compat___fxstatat(kCapsaStatVer, dirfd, path, buf, flags);
-}
 int __wrap_mknodat(int dirfd, const char* path, mode_t mode, dev_t dev) {
   return compat___xmknodat(kCapsaMknodVer, dirfd, path, mode, &dev);
-}
-int __wrap_mknod(const char* path, mode_t mode, dev_t dev) {
-  return compat___xmknodat(kCapsaMknodVer, AT_FDCWD, path, mode, &dev);
 }
 
 // ---- What 2.28 does not have ---------------------------------------------------------------
