@@ -4,7 +4,9 @@
 #                   completion and man pages generated from them: what installing and
 #                   running need, nothing more (setup.sh)
 #   build.sh all    every test suite with capsa and capsa-full (RelWithDebInfo, so a failing
-#                   test has a useful backtrace) into build/, and the libFuzzer targets into
+#                   test has a useful backtrace) into build/, their portable variants for the
+#                   release tarball (linked from the same objects, with a static libcurl built
+#                   once by build-static-curl.sh), and the libFuzzer targets into
 #                   build/fuzz (clang, ASan+UBSan) (test.sh, benchmarks)
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -27,8 +29,10 @@ if [ "$what" = run ]; then
   cmake --build build/release -j "$jobs" --target capsa capsa-full capsa-completion-and-man
   exit 0
 fi
+static_curl=$("$root/scripts/build-static-curl.sh")
 # shellcheck disable=SC2086
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCAPSA_FUZZ_BINARY_DIR="$root/build/fuzz" $launcher >/dev/null
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCAPSA_FUZZ_BINARY_DIR="$root/build/fuzz" \
+  -DCAPSA_PORTABLE_CURL="$static_curl" $launcher >/dev/null
 cmake --build build -j "$jobs"
 # shellcheck disable=SC2086
 cmake -S . -B build/fuzz -G Ninja -DCAPSA_FUZZ=ON -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \

@@ -49,6 +49,11 @@ if [ "$set_name" = test ]; then
   packages="$packages munge slurmctld slurmd slurm-client iproute2" # the private test Slurm cluster (tests/slurm; ss checks its ports)
   packages="$packages libslurm-dev"                        # <slurm/spank.h>: the SPANK plugin (src/spank, tests/spank)
   packages="$packages gridengine-master gridengine-exec gridengine-client" # the private test Grid Engine cell (tests/gridengine)
+  # The portable binaries of the release tarball (cmake/CapsaPortable.cmake): the archives of
+  # what libarchive, GPGME and OpenSSL use, linked statically (scripts/build-static-curl.sh
+  # fetches curl's source through apt itself).
+  packages="$packages libbz2-dev nettle-dev libassuan-dev libgpg-error-dev"
+  packages="$packages debhelper lintian rpm"              # the packages (scripts/test-packages.sh)
   packages="$packages patchelf"                            # tests/gpu/make-kit.sh: capsa and its libraries for a GPU machine
 fi
 

@@ -35,6 +35,7 @@ void download_file(const std::string& url, const std::string& path) {
   int fd = out.get();
   char error[CURL_ERROR_SIZE] = "";
   curl_easy_setopt(curl.get(), CURLOPT_URL, url.c_str());
+  registry::use_system_ca_bundle(curl.get());
   curl_easy_setopt(curl.get(), CURLOPT_FOLLOWLOCATION, 1L);
   curl_easy_setopt(curl.get(), CURLOPT_MAXREDIRS, 10L);
   curl_easy_setopt(curl.get(), CURLOPT_PROTOCOLS_STR, "http,https,file");

@@ -2,6 +2,12 @@
 
 #include "util/error.hpp"
 
+#include <openssl/x509.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdlib>
+
 namespace capsa::registry {
 
 void ensure_curl_initialised() {
@@ -9,6 +15,22 @@ void ensure_curl_initialised() {
   std::call_once(once, [] {
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) throw Error("libcurl could not be initialised");
   });
+}
+
+void use_system_ca_bundle(CURL* easy) {
+  static const char* const bundle = []() -> const char* {
+    if (curl_version_info(CURLVERSION_NOW)->cainfo != nullptr) return nullptr;
+    if (std::getenv("SSL_CERT_FILE") != nullptr || std::getenv("SSL_CERT_DIR") != nullptr) return nullptr;
+    if (::access(X509_get_default_cert_file(), R_OK) == 0) return nullptr;
+    // Debian and Ubuntu, RHEL and Fedora, SUSE, older RHEL, Alpine and others.
+    static constexpr std::array<const char*, 5> known = {"/etc/ssl/certs/ca-certificates.crt",
+                                                         "/etc/pki/tls/certs/ca-bundle.crt", "/etc/ssl/ca-bundle.pem",
+                                                         "/etc/pki/tls/cacert.pem", "/etc/ssl/cert.pem"};
+    for (const char* path : known)
+      if (::access(path, R_OK) == 0) return path;
+    return nullptr;
+  }();
+  if (bundle != nullptr) curl_easy_setopt(easy, CURLOPT_CAINFO, bundle);
 }
 
 EasyHandle make_easy_handle() {

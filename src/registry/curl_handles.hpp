@@ -18,6 +18,12 @@ struct EasyDeleter {
   void operator()(CURL* handle) const { curl_easy_cleanup(handle); }
 };
 using EasyHandle = std::unique_ptr<CURL, EasyDeleter>;
+// Points `easy` at the distribution's CA bundle when neither libcurl nor OpenSSL knows one:
+// the portable binaries' static libcurl has none compiled in, and their OpenSSL's default
+// (/usr/lib/ssl, Debian's) is missing on RHEL-like systems (/etc/pki/tls). SSL_CERT_FILE and
+// SSL_CERT_DIR, when set, are OpenSSL's to honour and win. A no-op for Debian's libcurl.
+void use_system_ca_bundle(CURL* easy);
+
 EasyHandle make_easy_handle();
 
 // A curl_slist of request headers; curl keeps only the pointer, so it must outlive perform.

@@ -291,6 +291,7 @@ void HttpSession::configure(const HttpRequest& request, HeaderList& headers) {
   curl_easy_setopt(easy, CURLOPT_MAXREDIRS, 10L);
   curl_easy_setopt(easy, CURLOPT_SSL_VERIFYPEER, 1L);
   curl_easy_setopt(easy, CURLOPT_SSL_VERIFYHOST, 2L);
+  use_system_ca_bundle(easy);
   if (!options_.ca_file.empty()) {
     curl_easy_setopt(easy, CURLOPT_SSL_CTX_FUNCTION, &add_extra_ca);
     curl_easy_setopt(easy, CURLOPT_SSL_CTX_DATA, options_.ca_file.c_str());

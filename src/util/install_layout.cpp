@@ -46,10 +46,12 @@ std::vector<std::string> libexec_candidates(const std::string& name) {
   return candidates;
 }
 
+std::string prefix_sysconfdir(const std::string& prefix) { return prefix == "/usr" ? "/etc" : prefix + "/etc"; }
+
 std::vector<std::string> config_candidates(const std::string& name) {
   std::vector<std::string> candidates;
   if (std::string prefix = relocated_prefix(running_executable()); !prefix.empty())
-    candidates.push_back(prefix + "/etc/capsa/" + name);
+    candidates.push_back(prefix_sysconfdir(prefix) + "/capsa/" + name);
   candidates.push_back(std::string(CAPSA_SYSCONFDIR) + "/capsa/" + name);
   return candidates;
 }

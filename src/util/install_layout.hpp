@@ -20,8 +20,12 @@ std::string relocated_prefix(const std::string& executable);
 // binary's prefix, then the configured libexec folder. Existing or not, in that order.
 std::vector<std::string> libexec_candidates(const std::string& name);
 
+// Where the prefix PREFIX keeps its configuration: PREFIX/etc, except /etc for the
+// distribution's prefix /usr (as GNUInstallDirs, and where a .deb or .rpm puts it).
+std::string prefix_sysconfdir(const std::string& prefix);
+
 // Candidate paths of the configuration file NAME (capsa.conf, nvliblist.conf...):
-// PREFIX/etc/capsa/NAME of the running binary's prefix, then the configured
+// prefix_sysconfdir(PREFIX)/capsa/NAME of the running binary's prefix, then the configured
 // sysconfdir/capsa/NAME. Existing or not, in that order.
 std::vector<std::string> config_candidates(const std::string& name);
 

@@ -14,6 +14,12 @@ TEST(InstallLayout, ThePrefixOfAnInstalledBinary) {
   EXPECT_EQ(relocated_prefix("/bin/capsa"), "");  // the prefix would be "/": nothing to look in
 }
 
+TEST(InstallLayout, TheDistributionPrefixKeepsItsConfigurationInEtc) {
+  EXPECT_EQ(prefix_sysconfdir("/usr"), "/etc");  // a .deb or .rpm: /usr/bin/capsa, /etc/capsa
+  EXPECT_EQ(prefix_sysconfdir("/usr/local"), "/usr/local/etc");
+  EXPECT_EQ(prefix_sysconfdir("/opt/capsa-1.0"), "/opt/capsa-1.0/etc");
+}
+
 TEST(InstallLayout, ABuildTreeHasNoPrefix) {
   EXPECT_EQ(relocated_prefix("/work/capsa/build/src/cli/capsa"), "");
   EXPECT_EQ(relocated_prefix("/work/capsa/build/libexec/capsa-full"), "");
