@@ -15,12 +15,13 @@ esac
 # Building: lib{zstd,lz4,lzma}-dev and zlib1g-dev also give the archives linked into the
 # runner (src/cli/CMakeLists.txt); libseccomp-dev: the emulated --fakeroot filter;
 # libcap-dev: the capability flags (--drop-caps, --no-privs); libyaml-cpp-dev: CDI device
-# specs written as YAML (--device); libgpgme-dev: OpenPGP signatures and keys (sign, verify, key).
+# specs written as YAML (--device); libgpgme-dev: OpenPGP signatures and keys (sign, verify, key);
+# libtomlplusplus-dev: the cgroups TOML of --apply-cgroups (used header-only).
 packages="
   build-essential cmake ninja-build pkg-config git
   libcli11-dev nlohmann-json3-dev libyaml-cpp-dev libssl-dev libgpgme-dev
   libsquashfs-dev libzstd-dev liblz4-dev liblzma-dev zlib1g-dev
-  libarchive-dev libcurl4-openssl-dev libfuse3-dev libseccomp-dev libcap-dev
+  libarchive-dev libcurl4-openssl-dev libfuse3-dev libseccomp-dev libcap-dev libtomlplusplus-dev
 "
 # Running: FUSE for unprivileged containers, newuidmap/newgidmap for --fakeroot with subuid
 # ranges; e2fsprogs, fuse2fs and fuse-overlayfs for ext3 overlays (--overlay, overlay

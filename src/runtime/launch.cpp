@@ -24,6 +24,7 @@
 #include "runtime/action_in_process.hpp"
 #include "runtime/action_script.hpp"
 #include "runtime/action_without_shell.hpp"
+#include "runtime/cgroups/container_cgroup.hpp"
 #include "runtime/container_exec.hpp"
 #include "runtime/container_root.hpp"
 #include "runtime/env_script.hpp"
@@ -331,6 +332,9 @@ void launch(const ActionRequest& r) {
   if (!r.seccomp_profile.empty()) seccomp = SeccompProfile::load(r.seccomp_profile);
   if (!namespaces.hostname.empty()) check_hostname(namespaces.hostname);
   const std::string resolv_conf = r.dns.empty() ? "" : resolv_conf_for(r.dns);
+  // Checked and made on the host, before any namespace; joined once the image's servers run.
+  std::optional<ContainerCgroup> cgroup;
+  if (r.cgroups.any()) cgroup = ContainerCgroup::create(cgroup_limits_from(r.cgroups));
 
   MountRequest mounts;
   mounts.home_source = caller_home();
@@ -483,6 +487,8 @@ void launch(const ActionRequest& r) {
   layout.overlay_upper = layers.upper;
   layout.overlay_work = layers.work;
   layout.upper_on_fuse = layers.upper_on_fuse;
+  // The FUSE servers stay outside: the limits are the container's, not capsa's helpers'.
+  if (cgroup) cgroup->join();
   build_root_and_enter(layout, plan, files, before_enter);
   if (namespaces.any()) enter_private_namespaces(namespaces);
   if (r.no_umask) ::umask(022);

@@ -9,6 +9,7 @@
 
 #include "runtime/bind_spec.hpp"
 #include "runtime/capabilities.hpp"
+#include "runtime/cgroups/cgroup_limits.hpp"
 #include "runtime/fakeroot_action.hpp"
 #include "runtime/overlay_spec.hpp"
 #include "runtime/private_namespaces.hpp"
@@ -55,6 +56,7 @@ struct ActionRequest {
   bool rocm = false;               // --rocm: the host's AMD ROCm driver
   std::vector<std::string> cdi_devices;  // --device VENDOR/CLASS=NAME (CDI, docs/gpu.md)
   std::vector<std::string> cdi_dirs;     // --cdi-dirs; empty: /etc/cdi, /var/run/cdi
+  CgroupFlags cgroups;                   // --apply-cgroups and the limit flags (--memory, --cpus...)
   SiteOptions site;                      // from the administrator's configuration (site_policy.hpp)
 };
 
