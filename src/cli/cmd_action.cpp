@@ -82,6 +82,7 @@ struct ActionFlags {
   bool disable_cache = false;
   std::string tmpdir;
   std::vector<std::string> overlays;
+  std::vector<std::string> fusemounts;
   // Cgroup limits, as typed; numbers are checked when the request is made.
   std::string apply_cgroups, cpus, cpu_shares, cpuset_cpus, cpuset_mems, memory, memory_reservation, memory_swap,
       pids_limit, blkio_weight;
@@ -158,7 +159,6 @@ std::vector<std::string> list_flag(const std::vector<std::string>& values, std::
 const std::vector<RefusedFlag>& refused_action_flags() {
   static const std::string later = "not in this version of capsa yet";
   static const std::vector<RefusedFlag> flags = {
-      {"--fusemount", true, later},
       {"--allow-setuid", false, "capsa never runs setuid programs as root; images are mounted nosuid"},
       {"--underlay", false, "capsa never needs underlay: bind targets missing in the image are made in a tmpfs"},
       {"--sharens", false, later},
@@ -254,6 +254,11 @@ runtime::ActionRequest request_from(const std::string& action, const ActionFlags
   r.libraries = list_flag(f.containlibs, {"CONTAINLIBS"});
   r.app = !f.app.empty() ? f.app : env_value("APP").value_or(env_value("APPNAME").value_or(""));
   r.cgroups = cgroup_flags_from(f);
+  r.fusemounts = f.fusemounts;
+  if (r.fusemounts.empty())
+    if (auto value = env_value("FUSESPEC")) r.fusemounts = {*value};
+  if (!r.fusemounts.empty() && !site.enable_fusemount)
+    throw Error("--fusemount is disabled by the administrator (enable fusemount = no in capsa.conf)");
   r.overlays = runtime::parse_overlays(list_flag(f.overlays, {"OVERLAY", "OVERLAYIMAGE"}));
   r.namespaces.netns_path = !f.netns_path.empty() ? f.netns_path : env_value("NETNS_PATH").value_or("");
   if (!r.namespaces.netns_path.empty() && r.namespaces.net) {
@@ -370,6 +375,10 @@ CLI::App* add_action(CLI::App& app, const std::string& name, const std::string& 
   cmd->add_option("--app", flags->app, "Run this SCIF app of the image (its runscript, test, environment)");
   cmd->add_flag("--no-nv", flags->no_nv, "Do not bring in the NVIDIA driver (undoes APPTAINER_NV)");
   cmd->add_flag("--no-rocm", flags->no_rocm, "Do not bring in the ROCm driver (undoes APPTAINER_ROCM)");
+  cmd->add_option("--fusemount", flags->fusemounts,
+                  "\"host:|container:PROGRAM [ARGS...] MOUNTPOINT\": mount a FUSE file system served by PROGRAM (the "
+                  "host's or the image's) at MOUNTPOINT in the container (repeatable)")
+      ->allow_extra_args(false);
   cmd->add_option(
       "--apply-cgroups", flags->apply_cgroups,
       "Apply cgroup limits from this TOML file (Apptainer's cgroups.toml format; root, or a delegated cgroup)");

@@ -56,6 +56,7 @@ struct ActionRequest {
   bool rocm = false;               // --rocm: the host's AMD ROCm driver
   std::vector<std::string> cdi_devices;  // --device VENDOR/CLASS=NAME (CDI, docs/gpu.md)
   std::vector<std::string> cdi_dirs;     // --cdi-dirs; empty: /etc/cdi, /var/run/cdi
+  std::vector<std::string> fusemounts;   // --fusemount "host:|container:PROGRAM ARGS... MOUNTPOINT"
   CgroupFlags cgroups;                   // --apply-cgroups and the limit flags (--memory, --cpus...)
   SiteOptions site;                      // from the administrator's configuration (site_policy.hpp)
 };
