@@ -19,6 +19,7 @@
 #include "runtime/instance.hpp"
 #include "runtime/launch.hpp"
 #include "runtime/overlay_spec.hpp"
+#include "runtime/shared_namespaces.hpp"
 #include "runtime/site_policy.hpp"
 #include "sif/image.hpp"
 #include "util/error.hpp"
@@ -83,6 +84,7 @@ struct ActionFlags {
   std::string tmpdir;
   std::vector<std::string> overlays;
   std::vector<std::string> fusemounts;
+  bool sharens = false;
   // Cgroup limits, as typed; numbers are checked when the request is made.
   std::string apply_cgroups, cpus, cpu_shares, cpuset_cpus, cpuset_mems, memory, memory_reservation, memory_swap,
       pids_limit, blkio_weight;
@@ -161,7 +163,6 @@ const std::vector<RefusedFlag>& refused_action_flags() {
   static const std::vector<RefusedFlag> flags = {
       {"--allow-setuid", false, "capsa never runs setuid programs as root; images are mounted nosuid"},
       {"--underlay", false, "capsa never needs underlay: bind targets missing in the image are made in a tmpfs"},
-      {"--sharens", false, later},
       {"--network-args", true, "capsa sets up no CNI networks; only --network none"},
       {"--dmtcp-launch", true, "capsa has no DMTCP checkpointing"},
       {"--dmtcp-restart", true, "capsa has no DMTCP checkpointing"},
@@ -255,6 +256,7 @@ runtime::ActionRequest request_from(const std::string& action, const ActionFlags
   r.app = !f.app.empty() ? f.app : env_value("APP").value_or(env_value("APPNAME").value_or(""));
   r.cgroups = cgroup_flags_from(f);
   r.fusemounts = f.fusemounts;
+  r.sharens = f.sharens || env_flag("SHARENS");
   if (r.fusemounts.empty())
     if (auto value = env_value("FUSESPEC")) r.fusemounts = {*value};
   if (!r.fusemounts.empty() && !site.enable_fusemount)
@@ -375,6 +377,8 @@ CLI::App* add_action(CLI::App& app, const std::string& name, const std::string& 
   cmd->add_option("--app", flags->app, "Run this SCIF app of the image (its runscript, test, environment)");
   cmd->add_flag("--no-nv", flags->no_nv, "Do not bring in the NVIDIA driver (undoes APPTAINER_NV)");
   cmd->add_flag("--no-rocm", flags->no_rocm, "Do not bring in the ROCm driver (undoes APPTAINER_ROCM)");
+  cmd->add_flag("--sharens", flags->sharens,
+                "Share namespaces and the image mount with the other --sharens containers of the same parent process");
   cmd->add_option("--fusemount", flags->fusemounts,
                   "\"host:|container:PROGRAM [ARGS...] MOUNTPOINT\": mount a FUSE file system served by PROGRAM (the "
                   "host's or the image's) at MOUNTPOINT in the container (repeatable)")
@@ -412,6 +416,8 @@ CLI::App* add_action(CLI::App& app, const std::string& name, const std::string& 
       run(std::move(request));
     else if (request.image.starts_with("instance://"))
       runtime::join_instance(request);
+    else if (request.sharens)
+      runtime::launch_shared(request);
     else
       runtime::launch(request);
   });

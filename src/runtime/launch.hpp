@@ -4,6 +4,8 @@
 // its own; the only helper that may live on, the FUSE server, dies with it. A private PID
 // namespace (--pid, --containall) is the exception: it needs an init, and capsa stays to
 // forward signals (pid_namespace.hpp).
+#include <sys/types.h>
+
 #include <string>
 #include <vector>
 
@@ -57,6 +59,8 @@ struct ActionRequest {
   std::vector<std::string> cdi_devices;  // --device VENDOR/CLASS=NAME (CDI, docs/gpu.md)
   std::vector<std::string> cdi_dirs;     // --cdi-dirs; empty: /etc/cdi, /var/run/cdi
   std::vector<std::string> fusemounts;   // --fusemount "host:|container:PROGRAM ARGS... MOUNTPOINT"
+  bool sharens = false;                  // --sharens: share one hidden instance (shared_namespaces.hpp)
+  pid_t end_with = 0;                    // an instance that ends with this process (--sharens' parent)
   CgroupFlags cgroups;                   // --apply-cgroups and the limit flags (--memory, --cpus...)
   SiteOptions site;                      // from the administrator's configuration (site_policy.hpp)
 };
