@@ -45,6 +45,15 @@ $C instance list sharens-$$ | tail -n +2 | cut -d' ' -f1)");
         return testing::capsa({"instance", "list", lines[5]}).out.find(lines[5]) == std::string::npos;
       },
       15));
+  // Nor any file of it: the name is used once (record, locks, logs).
+  auto files_named = [&] {
+    return test::run_process({"sh", "-c",
+                              "ls -a /var/lib/capsa/instances/*/*/* \"$HOME\"/.capsa/instances/*/*/* 2>/dev/null | "
+                              "grep -F \"$0\" || true",
+                              lines[5] + "."})
+        .out;
+  };
+  EXPECT_TRUE(test::eventually([&] { return files_named().empty(); }, 10)) << files_named();
   expect_nothing_left();
 }
 
