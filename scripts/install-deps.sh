@@ -16,7 +16,8 @@ esac
 # runner (src/cli/CMakeLists.txt); libseccomp-dev: the emulated --fakeroot filter;
 # libcap-dev: the capability flags (--drop-caps, --no-privs); libyaml-cpp-dev: CDI device
 # specs written as YAML (--device); libgpgme-dev: OpenPGP signatures and keys (sign, verify, key);
-# libtomlplusplus-dev: the administrator's execution control list (ecl.toml).
+# libtomlplusplus-dev: the administrator's execution control list (ecl.toml), and the
+# cgroups TOML of --apply-cgroups (both header-only).
 packages="
   build-essential cmake ninja-build pkg-config git
   libcli11-dev nlohmann-json3-dev libyaml-cpp-dev libssl-dev libgpgme-dev libtomlplusplus-dev

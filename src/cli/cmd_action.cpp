@@ -1,10 +1,12 @@
 // `capsa exec|run|shell|test [FLAGS] IMAGE [ARGS...]` and `capsa run-help IMAGE`, with
 // Apptainer's flags and environment variables. Flags end at IMAGE: everything after it
 // belongs to the command in the container.
+#include <charconv>
 #include <filesystem>
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 
 #include "cli/commands.hpp"
 #include "cli/env_flags.hpp"
@@ -18,6 +20,7 @@
 #include "runtime/instance.hpp"
 #include "runtime/launch.hpp"
 #include "runtime/overlay_spec.hpp"
+#include "runtime/shared_namespaces.hpp"
 #include "runtime/site_policy.hpp"
 #include "sif/image.hpp"
 #include "util/error.hpp"
@@ -81,7 +84,47 @@ struct ActionFlags {
   bool disable_cache = false;
   std::string tmpdir;
   std::vector<std::string> overlays;
+  std::vector<std::string> fusemounts;
+  bool sharens = false;
+  // Cgroup limits, as typed; numbers are checked when the request is made.
+  std::string apply_cgroups, cpus, cpu_shares, cpuset_cpus, cpuset_mems, memory, memory_reservation, memory_swap,
+      pids_limit, blkio_weight;
+  bool oom_kill_disable = false;
+  std::vector<std::string> blkio_weight_device;
 };
+
+std::vector<std::string> list_flag(const std::vector<std::string>& values, std::initializer_list<const char*> keys);
+
+// A whole number given to `flag` (or its APPTAINER_ variable `key`), if any.
+std::optional<std::int64_t> integer_flag(const std::string& flag, const std::string& given, const char* key) {
+  const std::string text = !given.empty() ? given : env_value(key).value_or("");
+  if (text.empty()) return std::nullopt;
+  std::int64_t value = 0;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size())
+    throw Error(flag + " " + text + ": expected a whole number");
+  return value;
+}
+
+runtime::CgroupFlags cgroup_flags_from(const ActionFlags& f) {
+  auto text = [](const std::string& given, const char* key) {
+    return !given.empty() ? given : env_value(key).value_or("");
+  };
+  runtime::CgroupFlags c;
+  c.apply_file = text(f.apply_cgroups, "APPLY_CGROUPS");
+  c.cpus = text(f.cpus, "CPUS");
+  c.cpu_shares = integer_flag("--cpu-shares", f.cpu_shares, "CPU_SHARES");
+  c.cpuset_cpus = text(f.cpuset_cpus, "CPUSET_CPUS");
+  c.cpuset_mems = text(f.cpuset_mems, "CPUSET_MEMS");
+  c.memory = text(f.memory, "MEMORY");
+  c.memory_reservation = text(f.memory_reservation, "MEMORY_RESERVATION");
+  c.memory_swap = text(f.memory_swap, "MEMORY_SWAP");
+  c.oom_kill_disable = f.oom_kill_disable || env_flag("OOM_KILL_DISABLE");
+  c.pids_limit = integer_flag("--pids-limit", f.pids_limit, "PIDS_LIMIT");
+  c.blkio_weight = integer_flag("--blkio-weight", f.blkio_weight, "BLKIO_WEIGHT");
+  c.blkio_weight_device = list_flag(f.blkio_weight_device, {"BLKIO_WEIGHT_DEVICE"});
+  return c;
+}
 
 // --security seccomp:PROFILE (apptainer's other kinds, uid:, gid:, selinux: and
 // apparmor:, are refused in one line): the profile's path.
@@ -119,22 +162,8 @@ std::vector<std::string> list_flag(const std::vector<std::string>& values, std::
 const std::vector<RefusedFlag>& refused_action_flags() {
   static const std::string later = "not in this version of capsa yet";
   static const std::vector<RefusedFlag> flags = {
-      {"--fusemount", true, later},
       {"--allow-setuid", false, "capsa never runs setuid programs as root; images are mounted nosuid"},
-      {"--apply-cgroups", true, later},
-      {"--blkio-weight", true, later},
-      {"--blkio-weight-device", true, later},
-      {"--cpu-shares", true, later},
-      {"--cpus", true, later},
-      {"--cpuset-cpus", true, later},
-      {"--cpuset-mems", true, later},
-      {"--memory", true, later},
-      {"--memory-reservation", true, later},
-      {"--memory-swap", true, later},
-      {"--oom-kill-disable", false, later},
-      {"--pids-limit", true, later},
       {"--underlay", false, "capsa never needs underlay: bind targets missing in the image are made in a tmpfs"},
-      {"--sharens", false, later},
       {"--network-args", true, "capsa sets up no CNI networks; only --network none"},
       {"--dmtcp-launch", true, "capsa has no DMTCP checkpointing"},
       {"--dmtcp-restart", true, "capsa has no DMTCP checkpointing"},
@@ -226,6 +255,13 @@ runtime::ActionRequest request_from(const std::string& action, const ActionFlags
   r.seccomp_profile = seccomp_profile_from(list_flag(f.security, {"SECURITY"}));
   r.libraries = list_flag(f.containlibs, {"CONTAINLIBS"});
   r.app = !f.app.empty() ? f.app : env_value("APP").value_or(env_value("APPNAME").value_or(""));
+  r.cgroups = cgroup_flags_from(f);
+  r.fusemounts = f.fusemounts;
+  r.sharens = f.sharens || env_flag("SHARENS");
+  if (r.fusemounts.empty())
+    if (auto value = env_value("FUSESPEC")) r.fusemounts = {*value};
+  if (!r.fusemounts.empty() && !site.enable_fusemount)
+    throw Error("--fusemount is disabled by the administrator (enable fusemount = no in capsa.conf)");
   r.overlays = runtime::parse_overlays(list_flag(f.overlays, {"OVERLAY", "OVERLAYIMAGE"}));
   r.namespaces.netns_path = !f.netns_path.empty() ? f.netns_path : env_value("NETNS_PATH").value_or("");
   if (!r.namespaces.netns_path.empty() && r.namespaces.net) {
@@ -343,6 +379,27 @@ CLI::App* add_action(CLI::App& app, const std::string& name, const std::string& 
   cmd->add_option("--app", flags->app, "Run this SCIF app of the image (its runscript, test, environment)");
   cmd->add_flag("--no-nv", flags->no_nv, "Do not bring in the NVIDIA driver (undoes APPTAINER_NV)");
   cmd->add_flag("--no-rocm", flags->no_rocm, "Do not bring in the ROCm driver (undoes APPTAINER_ROCM)");
+  cmd->add_flag("--sharens", flags->sharens,
+                "Share namespaces and the image mount with the other --sharens containers of the same parent process");
+  cmd->add_option("--fusemount", flags->fusemounts,
+                  "\"host:|container:PROGRAM [ARGS...] MOUNTPOINT\": mount a FUSE file system served by PROGRAM (the "
+                  "host's or the image's) at MOUNTPOINT in the container (repeatable)")
+      ->allow_extra_args(false);
+  cmd->add_option(
+      "--apply-cgroups", flags->apply_cgroups,
+      "Apply cgroup limits from this TOML file (Apptainer's cgroups.toml format; root, or a delegated cgroup)");
+  cmd->add_option("--cpus", flags->cpus, "CPUs the container may use, as a fraction (e.g. 1.5): cgroup cpu.max");
+  cmd->add_option("--cpu-shares", flags->cpu_shares, "Relative CPU weight (2 to 262144; cgroup cpu.weight)");
+  cmd->add_option("--cpuset-cpus", flags->cpuset_cpus, "CPUs the container may run on, e.g. 0-2,4");
+  cmd->add_option("--cpuset-mems", flags->cpuset_mems, "Memory nodes the container may use, e.g. 0");
+  cmd->add_option("--memory", flags->memory, "Memory limit, e.g. 512M or 2G (cgroup memory.max)");
+  cmd->add_option("--memory-reservation", flags->memory_reservation, "Memory soft limit, e.g. 256M (memory.low)");
+  cmd->add_option("--memory-swap", flags->memory_swap, "Memory plus swap limit, e.g. 1G; -1: unlimited swap");
+  cmd->add_flag("--oom-kill-disable", flags->oom_kill_disable, "Disable the OOM killer (cgroup v1 only)");
+  cmd->add_option("--pids-limit", flags->pids_limit, "Most processes and threads the container may have (pids.max)");
+  cmd->add_option("--blkio-weight", flags->blkio_weight, "Relative block I/O weight, 10 to 1000");
+  cmd->add_option("--blkio-weight-device", flags->blkio_weight_device, "DEVICE:WEIGHT, e.g. /dev/sda:500 (repeatable)")
+      ->allow_extra_args(false);
   add_registry_flags(*cmd, flags->registry);
   if (args != nullptr)
     add_refused_flags_in(*cmd, refused_action_flags(), *args);
@@ -361,6 +418,8 @@ CLI::App* add_action(CLI::App& app, const std::string& name, const std::string& 
       run(std::move(request));
     else if (request.image.starts_with("instance://"))
       runtime::join_instance(request);
+    else if (request.sharens)
+      runtime::launch_shared(request);
     else
       runtime::launch(request);
   });

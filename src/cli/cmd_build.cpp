@@ -28,6 +28,7 @@ struct BuildFlags {
   bool update = false;
   bool sandbox = false;
   bool fakeroot = false;
+  bool userns = false;
   bool notest = false;
   std::vector<std::string> sections;
   std::vector<std::string> build_args;
@@ -58,7 +59,9 @@ build::BuildOptions options_from(const BuildFlags& f) {
   o.sandbox = f.sandbox;
   o.force = f.force || env_flag("FORCE");
   o.update = f.update || env_flag("UPDATE");
-  o.fakeroot = f.fakeroot || env_flag("FAKEROOT");
+  // --userns: root builds in a user namespace too, as anyone else does (root of the
+  // namespace, mapped to root outside, without root's rights on the host).
+  o.fakeroot = f.fakeroot || env_flag("FAKEROOT") || f.userns || env_flag("USERNS");
   o.notest = f.notest || env_flag("NOTEST");
   std::vector<std::string> sections = f.sections;
   if (sections.empty())
@@ -110,7 +113,6 @@ const std::vector<RefusedFlag>& refused_build_flags() {
       {"--nvccli", false, later + "; use --nv"},
       {"--mount", true, later + "; use -B"},
       {"--writable-tmpfs", false, later},
-      {"--userns", false, later + "; capsa builds in a user namespace whenever it is not root"},
       {"--ignore-subuid", false, later},
       {"--ignore-fakeroot-command", false, later},
       {"--ignore-userns", false, later},
@@ -133,6 +135,8 @@ void add_build_command(CLI::App& app) {
   cmd->add_flag("-f,--fakeroot", flags->fakeroot,
                 "Build as root-in-a-user-namespace (implied when not root): subuid/subgid ranges if you have "
                 "them, else root emulation");
+  cmd->add_flag("--userns", flags->userns,
+                "Build in a user namespace also as root (anyone else always does; the same as --fakeroot here)");
   cmd->add_flag("-T,--notest", flags->notest, "Do not run %test at the end of the build");
   cmd->add_option("--section", flags->sections,
                   "Run only these sections (comma-separated: setup, files, post, environment, runscript, "

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "image/directory_files.hpp"
+#include "runtime/cgroups/container_cgroup.hpp"
 #include "runtime/container_exec.hpp"
 #include "runtime/environment.hpp"
 #include "runtime/instance.hpp"
@@ -76,6 +77,7 @@ void join_container(const InstanceRecord& record, const ActionRequest& r, bool o
   // The record may have outlived its process between the check and the opens: the
   // namespaces above belong to the recorded init only if it is still the same process.
   if (!instance_alive(record)) throw Error("instance " + name + " has just ended");
+  join_cgroups_of(record.pid);  // on the host, before the namespaces: the instance's limits hold
   const std::string cwd = current_directory();
   for (const auto& [fd, ns] : joins)
     if (::setns(fd.get(), ns->type) != 0)

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -96,6 +97,8 @@ InstanceRecord spawn_instance(ActionRequest r, const std::string& name, const In
     log::warning("instance " + name + " runs in Slurm job " + step.job_id +
                  " but no slurmstepd was found above this process: it will not be stopped when the job ends");
 
+  // --sharens: the instance ends with the process whose containers share it.
+  if (r.end_with > 0 && !step.stepd) step.stepd = UniqueFd(static_cast<int>(::syscall(SYS_pidfd_open, r.end_with, 0)));
   Pipe status = make_pipe();
   InstanceSupervision supervision{status.write_end.get(), step.stepd.get(), record_dir.get(), name};
   UniqueFd kept_lock;

@@ -37,7 +37,8 @@ bool keepable(const ActionRequest& r) {
   return r.overlays.empty() && !r.writable && !r.writable_tmpfs && !r.contain && r.scratch.empty() && !r.fakeroot &&
          !r.userns && !r.unsquash && r.temporary_directory.empty() && !r.namespaces.any() &&
          r.namespaces.netns_path.empty() && r.networks.empty() && r.dns.empty() && !r.capabilities.any() &&
-         r.seccomp_profile.empty() && r.cdi_devices.empty() && !r.nvccli && !r.no_umask && r.app.empty();
+         r.seccomp_profile.empty() && r.cdi_devices.empty() && !r.nvccli && !r.no_umask && r.app.empty() &&
+         !r.cgroups.any() && r.fusemounts.empty() && !r.sharens && r.end_with == 0;
 }
 
 // The environment variables that shape a root: capsa's own switches, PATH (where --nv

@@ -11,7 +11,9 @@
 // Only containers that a shared root cannot change are kept: no writable layer of any
 // kind, no --contain (its /tmp and home are the container's own), no --scratch, no
 // private namespaces, no fakeroot, no capability, seccomp, CDI or --app options (an app
-// is checked against the image where it is mounted). Everything else
+// is checked against the image where it is mounted), no cgroup limits (the container's
+// own cgroup), no --fusemount, no --sharens (which has its own shared instance).
+// Everything else
 // that shapes the root (the image file itself, binds, home, working directory, GPU
 // flags, the site's options, the launcher's environment) is part of the key: a
 // container whose root would differ gets a kept image of its own.

@@ -24,10 +24,12 @@
 #include "runtime/action_in_process.hpp"
 #include "runtime/action_script.hpp"
 #include "runtime/action_without_shell.hpp"
+#include "runtime/cgroups/container_cgroup.hpp"
 #include "runtime/container_exec.hpp"
 #include "runtime/container_root.hpp"
 #include "runtime/env_script.hpp"
 #include "runtime/environment.hpp"
+#include "runtime/fuse_mounts.hpp"
 #include "runtime/gpu/cdi_apply.hpp"
 #include "runtime/gpu/ldso_cache.hpp"
 #include "runtime/gpu/nvccli.hpp"
@@ -343,6 +345,10 @@ void launch(const ActionRequest& r) {
   if (!r.seccomp_profile.empty()) seccomp = SeccompProfile::load(r.seccomp_profile);
   if (!namespaces.hostname.empty()) check_hostname(namespaces.hostname);
   const std::string resolv_conf = r.dns.empty() ? "" : resolv_conf_for(r.dns);
+  const std::vector<FuseMountSpec> fuse_specs = parse_fusemounts(r.fusemounts);
+  // Checked and made on the host, before any namespace; joined once the image's servers run.
+  std::optional<ContainerCgroup> cgroup;
+  if (r.cgroups.any()) cgroup = ContainerCgroup::create(cgroup_limits_from(r.cgroups));
 
   MountRequest mounts;
   mounts.home_source = caller_home();
@@ -498,7 +504,12 @@ void launch(const ActionRequest& r) {
   layout.overlay_upper = layers.upper;
   layout.overlay_work = layers.work;
   layout.upper_on_fuse = layers.upper_on_fuse;
+  // --fusemount host: programs start from the host's view (they wait for their mount).
+  FuseMounts fuse_mounts = FuseMounts::prepare(fuse_specs);
+  // The FUSE servers stay outside: the limits are the container's, not capsa's helpers'.
+  if (cgroup) cgroup->join();
   build_root_and_enter(layout, plan, files, before_enter);
+  if (!fuse_mounts.empty()) fuse_mounts.mount_all();
   phases::mark("root-entered");
   if (namespaces.any()) enter_private_namespaces(namespaces);
   if (r.no_umask) ::umask(022);

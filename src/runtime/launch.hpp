@@ -4,12 +4,15 @@
 // its own; the only helper that may live on, the FUSE server, dies with it. A private PID
 // namespace (--pid, --containall) is the exception: it needs an init, and capsa stays to
 // forward signals (pid_namespace.hpp).
+#include <sys/types.h>
+
 #include <map>
 #include <string>
 #include <vector>
 
 #include "runtime/bind_spec.hpp"
 #include "runtime/capabilities.hpp"
+#include "runtime/cgroups/cgroup_limits.hpp"
 #include "runtime/fakeroot_action.hpp"
 #include "runtime/overlay_spec.hpp"
 #include "runtime/private_namespaces.hpp"
@@ -56,6 +59,10 @@ struct ActionRequest {
   bool rocm = false;               // --rocm: the host's AMD ROCm driver
   std::vector<std::string> cdi_devices;  // --device VENDOR/CLASS=NAME (CDI, docs/gpu.md)
   std::vector<std::string> cdi_dirs;     // --cdi-dirs; empty: /etc/cdi, /var/run/cdi
+  std::vector<std::string> fusemounts;   // --fusemount "host:|container:PROGRAM ARGS... MOUNTPOINT"
+  bool sharens = false;                  // --sharens: share one hidden instance (shared_namespaces.hpp)
+  pid_t end_with = 0;                    // an instance that ends with this process (--sharens' parent)
+  CgroupFlags cgroups;                   // --apply-cgroups and the limit flags (--memory, --cpus...)
   SiteOptions site;                      // from the administrator's configuration (site_policy.hpp)
 };
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdlib>
 #include <filesystem>
@@ -141,6 +142,21 @@ std::string joined(const std::vector<std::string>& lines) {
   return out;
 }
 
+std::vector<std::string> cgroups_named(const std::vector<std::string>& names) {
+  std::vector<std::string> found;
+  if (names.empty()) return found;
+  std::error_code error;
+  auto options = fs::directory_options::skip_permission_denied;
+  for (fs::recursive_directory_iterator it("/sys/fs/cgroup", options, error), end; !error && it != end;
+       it.increment(error)) {
+    if (it.depth() > 8) it.disable_recursion_pending();
+    if (!it->is_directory(error) || it->is_symlink(error)) continue;
+    const std::string name = it->path().filename().string();
+    if (std::find(names.begin(), names.end(), name) != names.end()) found.push_back(it->path().string());
+  }
+  return found;
+}
+
 PrivateContainers::PrivateContainers(const std::string& image_name, const std::string& marker_variable)
     : image(work / image_name), session(work / "session"), marker(marker_variable + "=" + work.path()) {
   fs::create_directories(session);
@@ -153,6 +169,7 @@ std::vector<std::string> PrivateContainers::leftovers(const std::string& image_f
   for (const auto& loop : loop_devices_backed_by(image_file)) found.push_back("loop device " + loop);
   for (const auto& process : processes_with_argument(image_file)) found.push_back("process " + process);
   for (const auto& process : processes_with_environment(marker)) found.push_back("process " + process);
+  for (const auto& cgroup : cgroups_named(cgroup_names)) found.push_back("cgroup " + cgroup);
   return found;
 }
 

@@ -40,6 +40,10 @@ std::vector<std::string> open_descriptors(pid_t pid);
 // Peak resident set size (VmHWM) of `pid` in KiB, 0 when unreadable.
 long peak_rss_kib(pid_t pid);
 
+// The cgroup directories named in `names` (capsa-PID: what capsa makes for a container
+// with limits) that still exist, in any hierarchy mounted below /sys/fs/cgroup.
+std::vector<std::string> cgroups_named(const std::vector<std::string>& names);
+
 // Joins lines for an assertion message.
 std::string joined(const std::vector<std::string>& lines);
 
@@ -56,6 +60,8 @@ class PrivateContainers {
   const std::string image;    // work/<image_name>, a copy of real/busybox_amd64.sif
   const std::string session;  // work/session
   const std::string marker;   // "<marker_variable>=<work>"
+  // The cgroups its containers were seen in (capsa-PID, read inside them): leftovers too.
+  std::vector<std::string> cgroup_names;
 
   // What a live container of `image_file` holds: mounts under the session directory or
   // naming the image, a loop device (root) or a FUSE server (anyone else) on it, and
