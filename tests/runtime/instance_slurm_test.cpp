@@ -30,13 +30,13 @@ class InstanceInSlurmJob : public ::testing::Test {
     image = make_instance_image(work);
   }
 
-  // Submits a script that starts instance `name` on node n1 and then runs `rest`;
-  // returns the job id once the instance has started.
-  std::string submit(const std::string& name, const std::string& rest) {
-    const std::string script =
-        "#!/bin/sh\n#SBATCH --time=00:05:00\n#SBATCH --nodelist=n1\n#SBATCH --output=" + (work / "job-%j.out") + "\n" +
-        test::capsa_binary() + " instance start " + image + " " + name + " && hostname > " + (work / "host") +
-        " && echo started\n" + rest + "\n";
+  // Submits a script that starts instance `name` on node n1 and then runs `rest`, within
+  // `time_limit`; returns the job id once the instance has started.
+  std::string submit(const std::string& name, const std::string& rest, const std::string& time_limit = "00:05:00") {
+    const std::string script = "#!/bin/sh\n#SBATCH --time=" + time_limit +
+                               "\n#SBATCH --nodelist=n1\n#SBATCH --output=" + (work / "job-%j.out") + "\n" +
+                               test::capsa_binary() + " instance start " + image + " " + name + " && hostname > " +
+                               (work / "host") + " && echo started\n" + rest + "\n";
     auto submitted = test::run_process({"sbatch", "--parsable", work.write("job.sh", script)});
     EXPECT_EQ(submitted.exit_code, 0) << submitted.err;
     std::string job = submitted.out.substr(0, submitted.out.find_first_of(";\n"));
@@ -103,6 +103,21 @@ TEST_F(InstanceInSlurmJob, TheEndOfTheJobStopsTheInstance) {
   const std::string path = record_path(name);
   ASSERT_TRUE(std::filesystem::exists(path)) << path;
   expect_gone(path, json::parse(test::read_file(path))["pid"].get<int>(), name);
+}
+
+TEST_F(InstanceInSlurmJob, TheJobsTimeLimitStopsTheInstance) {
+  const std::string name = unique_name("slurm-timeout");
+  const std::string job = submit(name, "sleep 600", "00:01:00");  // Slurm's smallest limit: one minute
+  ASSERT_TRUE(std::filesystem::exists(work / "host"));
+  const std::string path = record_path(name);
+  ASSERT_TRUE(std::filesystem::exists(path)) << path;
+  const int pid = json::parse(test::read_file(path))["pid"].get<int>();
+  // slurmctld looks at time limits every 30 s or so: the job ends between 60 and 100 s.
+  for (int i = 0; i < 1500 && process_alive(pid); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  auto state = test::run_process({"sacct", "-n", "-X", "-o", "State", "-j", job});
+  expect_gone(path, pid, name);
+  if (state.exit_code == 0 && !state.out.empty())  // accounting is optional on the test cluster
+    EXPECT_NE(state.out.find("TIMEOUT"), std::string::npos) << state.out;
 }
 
 }  // namespace
