@@ -21,16 +21,6 @@ std::string joined(const std::vector<std::string>& items) {
   return out.empty() ? "none" : out;
 }
 
-std::string hex_upper(const std::array<std::uint8_t, 20>& bytes) {
-  static constexpr char digits[] = "0123456789ABCDEF";
-  std::string out;
-  for (auto b : bytes) {
-    out += digits[b >> 4];
-    out += digits[b & 15];
-  }
-  return out;
-}
-
 bool listed(const ExecGroup& group, const std::string& fingerprint) {
   return std::find(group.keyfps.begin(), group.keyfps.end(), fingerprint) != group.keyfps.end();
 }
@@ -65,7 +55,7 @@ class Judge {
     if (!sif) return;
     for (const auto& d : sif->objects()) {
       if (d.data_type != sif::DataType::Signature) continue;
-      const std::string fingerprint = hex_upper(d.signature().entity);
+      const std::string fingerprint = signing::fingerprint_hex(d.signature().entity);
       if (listed(group_, fingerprint))
         refuse("signature object " + std::to_string(d.id) + " is by key " + fingerprint + ", which it forbids");
     }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "runtime/launch.hpp"
+#include "util/error.hpp"
 #include "util/fd.hpp"
 
 namespace capsa::runtime {
@@ -68,6 +69,10 @@ UniqueFd lock_instance_name(const InstanceStore& store, const std::string& name,
 // record's init holds. Kept images (a container of an image held between short tasks)
 // are meant to reuse this and instance_init.hpp's holder rather than a mechanism of
 // their own.
+// Thrown by join_container when it could not join and has changed nothing yet.
+struct NotJoined : Error {
+  using Error::Error;
+};
 // `own_pid_namespace` false (a kept image): the command runs in the host's PID namespace,
 // as any other container's does, without a fork.
 [[noreturn]] void join_container(const InstanceRecord& record, const ActionRequest& request,

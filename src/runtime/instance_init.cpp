@@ -265,7 +265,7 @@ class KeptUsers {
       if (::read(signals.get(), &info, sizeof info) == sizeof info) init.signal(static_cast<int>(info.ssi_signo));
     }
     if (job_fd >= 0 && fds[2].revents != 0) {
-      log::info({"the Slurm job step (or --sharens parent) of instance ", s.name, " has ended: stopping it"});
+      log::info({"the ", s.job_kind, " of instance ", s.name, " has ended: stopping it"});
       init.signal(SIGTERM);
       if (!wait_readable(init_fd.get(), kJobEndGraceMs)) init.signal(SIGKILL);
       job_fd = -1;

@@ -25,6 +25,7 @@ struct InstanceSupervision {
   int job_fd = -1;         // pidfd of the Slurm step's slurmstepd, -1 outside a job (instance_job.hpp)
   int record_dir_fd = -1;  // the store's app directory (the monitor no longer sees the host's tree)
   std::string name;        // the instance's name: its record is NAME.json there
+  const char* job_kind = "Slurm job step";  // what job_fd watches, as the log names it
   // A kept image (kept_image.hpp): there is no start script, and the monitor stops the
   // instance when no process but its own has been in its mount namespace for `linger_ms`.
   // A container joining it holds the name's lock (shared) from finding the record until

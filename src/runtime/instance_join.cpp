@@ -66,18 +66,25 @@ void join_container(const InstanceRecord& record, const ActionRequest& r, bool o
   const std::string& name = record.name;
   const std::string proc = "/proc/" + std::to_string(record.pid);
   std::vector<std::pair<UniqueFd, const Namespace*>> joins;
-  for (const Namespace& ns : kNamespaces) {
-    if (ns.type == CLONE_NEWPID && !own_pid_namespace) continue;
-    UniqueFd fd(::open((proc + "/ns/" + ns.name).c_str(), O_RDONLY | O_CLOEXEC));
-    if (!fd) throw_errno("instance " + name + ": opening its " + std::string(ns.name) + " namespace");
-    if (!same_file(fd.get(), std::string("/proc/self/ns/") + ns.name)) joins.emplace_back(std::move(fd), &ns);
+  UniqueFd root;
+  // Nothing has changed yet: a failure here leaves the caller free to do something else
+  // (a kept image that has just ended is started anew).
+  try {
+    for (const Namespace& ns : kNamespaces) {
+      if (ns.type == CLONE_NEWPID && !own_pid_namespace) continue;
+      UniqueFd fd(::open((proc + "/ns/" + ns.name).c_str(), O_RDONLY | O_CLOEXEC));
+      if (!fd) throw_errno("instance " + name + ": opening its " + std::string(ns.name) + " namespace");
+      if (!same_file(fd.get(), std::string("/proc/self/ns/") + ns.name)) joins.emplace_back(std::move(fd), &ns);
+    }
+    root = UniqueFd(::open((proc + "/root").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!root) throw_errno("instance " + name + ": opening its root");
+    // The record may have outlived its process between the check and the opens: the
+    // namespaces above belong to the recorded init only if it is still the same process.
+    if (!instance_alive(record)) throw Error("instance " + name + " has just ended");
+    join_cgroups_of(record.pid);  // on the host, before the namespaces: the instance's limits hold
+  } catch (const Error& e) {
+    throw NotJoined(e.what());
   }
-  UniqueFd root(::open((proc + "/root").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!root) throw_errno("instance " + name + ": opening its root");
-  // The record may have outlived its process between the check and the opens: the
-  // namespaces above belong to the recorded init only if it is still the same process.
-  if (!instance_alive(record)) throw Error("instance " + name + " has just ended");
-  join_cgroups_of(record.pid);  // on the host, before the namespaces: the instance's limits hold
   const std::string cwd = current_directory();
   for (const auto& [fd, ns] : joins)
     if (::setns(fd.get(), ns->type) != 0)

@@ -98,9 +98,11 @@ InstanceRecord spawn_instance(ActionRequest r, const std::string& name, const In
                  " but no slurmstepd was found above this process: it will not be stopped when the job ends");
 
   // --sharens: the instance ends with the process whose containers share it.
-  if (r.end_with > 0 && !step.stepd) step.stepd = UniqueFd(static_cast<int>(::syscall(SYS_pidfd_open, r.end_with, 0)));
+  const bool ends_with_parent = r.end_with > 0 && !step.stepd;
+  if (ends_with_parent) step.stepd = UniqueFd(static_cast<int>(::syscall(SYS_pidfd_open, r.end_with, 0)));
   Pipe status = make_pipe();
   InstanceSupervision supervision{status.write_end.get(), step.stepd.get(), record_dir.get(), name};
+  if (ends_with_parent) supervision.job_kind = "--sharens parent process";
   UniqueFd kept_lock;
   if (kept != nullptr) {
     // Its own open of the lock file: a flock belongs to the open file, and the caller's

@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -47,9 +48,18 @@ bool keepable(const ActionRequest& r) {
 // rank to rank of one job (ranks, visible devices): those only reach the command's
 // environment, which every container composes for itself, so the ranks of a job on a
 // node share one kept image.
+// The Slurm job and step are part of the key too: a kept image ends with the step of its
+// first container, and must not take another step's containers with it.
 bool shapes_the_root(const std::string& name) {
   if (name == "CAPSA_PHASE_FD" || name == "CAPSA_FUSE_STATS" || name == kLingerVariable) return false;
-  return name.starts_with("CAPSA_") || name == "PATH" || name == "HOME" || name == "PMIX_SERVER_TMPDIR";
+  return name.starts_with("CAPSA_") || name == "PATH" || name == "HOME" || name == "PMIX_SERVER_TMPDIR" ||
+         name == "SLURM_JOB_ID" || name == "SLURM_STEP_ID" || name == "SLURM_STEPID";
+}
+
+// The monitor watches through pidfds (kernel 5.3): older kernels mount per container.
+bool have_pidfds() {
+  const UniqueFd fd(static_cast<int>(::syscall(SYS_pidfd_open, ::getpid(), 0)));
+  return static_cast<bool>(fd);
 }
 
 std::string current_directory() {
@@ -120,7 +130,7 @@ int kept_image_linger_ms(const ActionRequest& r) {
 void join_or_keep_image(const ActionRequest& r) {
   if (!keepable(r)) return;
   const int linger_ms = kept_image_linger_ms(r);
-  if (linger_ms <= 0) return;
+  if (linger_ms <= 0 || !have_pidfds()) return;
   char resolved[PATH_MAX];
   struct stat st {};
   if (::realpath(r.image.c_str(), resolved) == nullptr || ::stat(resolved, &st) != 0) return;  // launch says why
@@ -156,7 +166,11 @@ void join_or_keep_image(const ActionRequest& r) {
   }
   if (record->kept_key != key) return;  // another key with the same hash: not shared
   log::debug("joining the kept image " + name + " (PID " + std::to_string(record->pid) + ")");
-  join_container(*record, r, false);
+  try {
+    join_container(*record, r, false);
+  } catch (const NotJoined& e) {  // it ended meanwhile: mount the image as without it
+    log::debug(std::string("not joining the kept image: ") + e.what());
+  }
 }
 
 int release_kept_images() {

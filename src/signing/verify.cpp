@@ -52,16 +52,6 @@ bool is_legacy(std::string_view data) {
   return body && body->starts_with(kLegacyPrefix);
 }
 
-std::string hex_upper(const std::array<std::uint8_t, 20>& bytes) {
-  static constexpr char digits[] = "0123456789ABCDEF";
-  std::string out;
-  for (auto b : bytes) {
-    out += digits[b >> 4];
-    out += digits[b & 15];
-  }
-  return out;
-}
-
 // A signature by a key outside the trusted keys, with VerifyOptions::skip_untrusted.
 struct UntrustedSignature {
   std::string key;
@@ -234,7 +224,7 @@ class Verifier {
         checked = trusted().verify_clearsigned(data);
       } catch (const UnknownKeyError& e) {
         // GnuPG names the key by the ID in the signature, often only its last 16 digits.
-        const std::string recorded = hex_upper(sig.signature().entity);
+        const std::string recorded = fingerprint_hex(sig.signature().entity);
         const std::string key = recorded.ends_with(e.key_id()) ? recorded : e.key_id();
         if (options_.skip_untrusted) throw UntrustedSignature{key};
         fail(sig_label + " is signed by key " + key +
@@ -242,7 +232,7 @@ class Verifier {
       } catch (const Error& e) {
         fail(sig_label + " is not valid: " + e.what());
       }
-      const std::string recorded = hex_upper(sig.signature().entity);
+      const std::string recorded = fingerprint_hex(sig.signature().entity);
       if (checked.fingerprint != recorded)
         fail(sig_label + ": its descriptor names key " + recorded + " but key " + checked.fingerprint + " signed it");
       verified.signers.push_back({checked.fingerprint, checked.name});
@@ -320,6 +310,16 @@ class Verifier {
 };
 
 }  // namespace
+
+std::string fingerprint_hex(const std::array<std::uint8_t, 20>& bytes) {
+  static constexpr char digits[] = "0123456789ABCDEF";
+  std::string out;
+  for (auto b : bytes) {
+    out += digits[b >> 4];
+    out += digits[b & 15];
+  }
+  return out;
+}
 
 std::vector<std::string> VerificationResult::signers_of(std::uint32_t id) const {
   std::vector<std::string> out;

@@ -5,6 +5,7 @@
 // digests must match the image's header, descriptors and data as they are now.
 // The one entry point other code uses (an execution control list, a `run` that refuses
 // unsigned images) is verify_image.
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -65,5 +66,9 @@ class VerificationError : public Error {
 
 // Throws VerificationError (and FormatError for a file that is no SIF image).
 VerificationResult verify_image(const std::string& path, const VerifyOptions& options);
+
+// A signing key's fingerprint as the SIF signature descriptor records it (20 bytes), in
+// the upper-case hex that keyrings and ecl.toml write.
+std::string fingerprint_hex(const std::array<std::uint8_t, 20>& bytes);
 
 }  // namespace capsa::signing

@@ -116,8 +116,9 @@ TEST_F(InstanceInSlurmJob, TheJobsTimeLimitStopsTheInstance) {
   for (int i = 0; i < 1500 && process_alive(pid); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   auto state = test::run_process({"sacct", "-n", "-X", "-o", "State", "-j", job});
   expect_gone(path, pid, name);
-  if (state.exit_code == 0 && !state.out.empty())  // accounting is optional on the test cluster
+  if (state.exit_code == 0 && !state.out.empty()) {  // accounting is optional on the test cluster
     EXPECT_NE(state.out.find("TIMEOUT"), std::string::npos) << state.out;
+  }
 }
 
 }  // namespace

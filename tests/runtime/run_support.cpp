@@ -6,9 +6,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -37,6 +38,13 @@ test::ProcessResult capsa(const std::vector<std::string>& args, const std::vecto
     }
   for (const auto& e : env)
     if (e != "-i" && e.rfind("-u ", 0) != 0) argv.push_back(e);
+  // A run from an empty environment keeps the suites' choice about kept images
+  // (CapsaTesting.cmake), unless the test sets it itself.
+  const char* keep = std::getenv("CAPSA_KEEP_IMAGE_SECONDS");
+  const bool cleared = std::find(env.begin(), env.end(), "-i") != env.end();
+  const bool own = std::any_of(env.begin(), env.end(),
+                               [](const std::string& e) { return e.starts_with("CAPSA_KEEP_IMAGE_SECONDS="); });
+  if (cleared && !own && keep != nullptr) argv.push_back(std::string("CAPSA_KEEP_IMAGE_SECONDS=") + keep);
   argv.push_back(test::capsa_binary());
   argv.insert(argv.end(), args.begin(), args.end());
   return test::run_process(argv, stdin_data, 120);

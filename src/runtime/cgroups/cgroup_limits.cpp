@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
-#include <cmath>
+#include <cstdlib>
 #include <limits>
 
 #include "util/error.hpp"
@@ -80,14 +80,29 @@ bool CgroupFlags::any() const {
          blkio_weight || !blkio_weight_device.empty();
 }
 
+namespace {
+
+// A decimal number, all of `text`; strtod rather than std::from_chars, whose floating
+// point version pulls libm into the runner (fesetround). capsa never calls setlocale:
+// the decimal point is ".".
+std::optional<double> parse_decimal(const std::string& text) {
+  if (text.empty() || std::isspace(static_cast<unsigned char>(text[0]))) return std::nullopt;
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  if (end != text.c_str() + text.size()) return std::nullopt;
+  return value;
+}
+
+}  // namespace
+
 std::optional<std::int64_t> parse_byte_size(const std::string& text) {
   std::size_t digits = 0;
   while (digits < text.size() && (std::isdigit(static_cast<unsigned char>(text[digits])) || text[digits] == '.'))
     ++digits;
   if (digits == 0) return std::nullopt;
-  double number = 0;
-  auto [end, error] = std::from_chars(text.data(), text.data() + digits, number);
-  if (error != std::errc() || end != text.data() + digits || number < 0) return std::nullopt;
+  const std::optional<double> parsed = parse_decimal(text.substr(0, digits));
+  if (!parsed || *parsed < 0) return std::nullopt;
+  const double number = *parsed;
   const std::string suffix = lower(text.substr(digits));
   int power = 0;
   if (!suffix.empty() && suffix != "b") {
@@ -97,7 +112,10 @@ std::optional<std::int64_t> parse_byte_size(const std::string& text) {
     if (unit == std::string::npos || !(rest.empty() || rest == "b" || rest == "ib")) return std::nullopt;
     power = static_cast<int>(unit) + 1;
   }
-  const double bytes = number * std::pow(1024.0, power);
+  // A product, not std::pow: the runner links no libm, and pow's current symbol is glibc
+  // 2.29's, above the release tarball's floor (scripts/check-glibc-floor.sh).
+  double bytes = number;
+  for (int i = 0; i < power; ++i) bytes *= 1024.0;
   if (bytes >= static_cast<double>(std::numeric_limits<std::int64_t>::max())) return std::nullopt;
   return static_cast<std::int64_t>(bytes);
 }
@@ -112,12 +130,14 @@ CgroupLimits cgroup_limits_from(const CgroupFlags& f) {
   }
   CgroupLimits limits;
   if (!f.cpus.empty()) {
-    double cpus = 0;
-    auto [end, error] = std::from_chars(f.cpus.data(), f.cpus.data() + f.cpus.size(), cpus);
-    if (error != std::errc() || end != f.cpus.data() + f.cpus.size() || !(cpus > 0))
-      throw Error("--cpus " + f.cpus + ": expected a number of CPUs greater than 0, such as 1.5");
+    const double cpus = parse_decimal(f.cpus).value_or(0);
+    if (!(cpus > 0)) throw Error("--cpus " + f.cpus + ": expected a number of CPUs greater than 0, such as 1.5");
     limits.cpu_period = kDefaultCpuPeriod;
-    limits.cpu_quota = std::max<std::int64_t>(1000, std::llround(cpus * kDefaultCpuPeriod));
+    // Rounded to the nearest microsecond by hand: the runner links no libm (llround).
+    const double quota = cpus * static_cast<double>(kDefaultCpuPeriod);
+    auto whole = static_cast<std::int64_t>(quota);
+    if (quota - static_cast<double>(whole) >= 0.5) ++whole;
+    limits.cpu_quota = std::max<std::int64_t>(1000, whole);
   }
   if (f.cpu_shares) {
     if (*f.cpu_shares < 2 || *f.cpu_shares > 262144) throw Error("--cpu-shares must be from 2 to 262144");
