@@ -41,7 +41,14 @@ cmake --install "$build" --prefix "$tree" >/dev/null
 install -m 0755 "$build/src/cli/capsa-portable" "$tree/bin/capsa"
 install -m 0755 "$build/src/cli/capsa-full-portable" "$tree/libexec/capsa/capsa-full"
 strip "$tree/bin/capsa" "$tree/libexec/capsa/capsa-full"
-"$root/scripts/check-glibc-floor.sh" "$tree/bin/capsa" "$tree/libexec/capsa/capsa-full"
+# The Slurm plugin is built against the site's own Slurm (docs/slurm-plugin.md): it has no
+# place in a tarball for any Linux.
+find "$tree" \( -name libcapsa_spank.so -o -name capsa-spank-task \) -delete
+find "$tree" -depth -type d -empty -delete
+# Every ELF file shipped, not only the two binaries: nothing may escape the floor.
+elf_files=$(find "$tree" -type f -exec sh -c 'head -c 4 "$1" | grep -q ELF' _ {} \; -print)
+# shellcheck disable=SC2086  # one path per word (the tree's paths have no spaces)
+"$root/scripts/check-glibc-floor.sh" $elf_files
 mkdir -p "$out"
 # Stable ownership and order, so that two packings of one build are the same archive.
 tar -C "$stage" --owner=0 --group=0 --numeric-owner --sort=name -czf "$out/$name.tar.gz" "$name"
