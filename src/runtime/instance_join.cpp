@@ -50,6 +50,23 @@ std::string current_directory() {
   return ::getcwd(buf, sizeof buf) ? std::string(buf) : std::string("/");
 }
 
+// What a command joining instance `record` gets: the instance's image and home, its name.
+ComposedEnvironment instance_environment(const InstanceRecord& record, const ActionRequest& r) {
+  EnvRequest env_request;
+  env_request.host = current_environment();
+  env_request.clean = r.cleanenv;
+  env_request.env_args = r.env_args;
+  env_request.env_files = r.env_files;
+  env_request.home = record.home;
+  env_request.image_path = record.image;
+  env_request.command = r.action;
+  if (!r.shell.empty()) env_request.host["APPTAINER_SHELL"] = r.shell;
+  ComposedEnvironment env = compose_environment(env_request);
+  if (!r.shell.empty()) env.process["APPTAINER_SHELL"] = env.process["SINGULARITY_SHELL"] = r.shell;
+  env.process["APPTAINER_INSTANCE"] = env.process["SINGULARITY_INSTANCE"] = record.name;
+  return env;
+}
+
 }  // namespace
 
 void join_instance(const ActionRequest& r) {
@@ -85,6 +102,12 @@ void join_container(const InstanceRecord& record, const ActionRequest& r, bool o
   } catch (const Error& e) {
     throw NotJoined(e.what());
   }
+  // Composed on the host (the image's path is the caller's, relative to its directory). A
+  // kept image's container is any other container to itself: launch's environment, its own
+  // image path and binds. An instance's join shows the instance's image and name.
+  const ComposedEnvironment env = own_pid_namespace
+                                      ? instance_environment(record, r)
+                                      : compose_container_environment(r, current_environment(), record.home);
   const std::string cwd = current_directory();
   for (const auto& [fd, ns] : joins)
     if (::setns(fd.get(), ns->type) != 0)
@@ -107,21 +130,6 @@ void join_container(const InstanceRecord& record, const ActionRequest& r, bool o
     ::sigprocmask(SIG_BLOCK, &forwarded, nullptr);
     exit_like(child.supervise(forwarded));
   }
-  EnvRequest env_request;
-  env_request.host = current_environment();
-  env_request.clean = r.cleanenv;
-  env_request.env_args = r.env_args;
-  env_request.env_files = r.env_files;
-  env_request.home = record.home;
-  env_request.image_path = record.image;
-  env_request.command = r.action;
-  if (!r.shell.empty()) env_request.host["APPTAINER_SHELL"] = r.shell;
-  ComposedEnvironment env = compose_environment(env_request);
-  if (!r.shell.empty()) env.process["APPTAINER_SHELL"] = env.process["SINGULARITY_SHELL"] = r.shell;
-  if (own_pid_namespace)  // a kept image is no instance to its containers
-    env.process["APPTAINER_INSTANCE"] = env.process["SINGULARITY_INSTANCE"] = name;
-  else
-    add_launch_environment(r, env_request.host, env);
   enter_directory(r.pwd.empty() ? cwd : r.pwd, record.home);
   exec_in_container(action, env, image::DirectoryFiles("/"), Entry::joined);
 }

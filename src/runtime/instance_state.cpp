@@ -194,14 +194,14 @@ std::optional<InstanceRecord> InstanceStore::find(const std::string& name) const
   return std::nullopt;
 }
 
-std::vector<InstanceRecord> InstanceStore::list(const std::string& glob) const {
+std::vector<InstanceRecord> InstanceStore::live_records(const std::function<bool(const std::string&)>& wanted) const {
   std::vector<std::string> names;
   if (DIR* dir = ::opendir(app_dir_.c_str())) {
     while (dirent* entry = ::readdir(dir)) {
-      std::string file = entry->d_name;
-      if (file.size() <= 5 || file[0] == '.' || !file.ends_with(".json")) continue;
+      const std::string file = entry->d_name;
+      if (file.size() <= 5 || !file.ends_with(".json")) continue;
       std::string name = file.substr(0, file.size() - 5);
-      if (::fnmatch(glob.c_str(), name.c_str(), 0) == 0) names.push_back(name);
+      if (wanted(name)) names.push_back(std::move(name));
     }
     ::closedir(dir);
   }
@@ -212,19 +212,16 @@ std::vector<InstanceRecord> InstanceStore::list(const std::string& glob) const {
   return out;
 }
 
+std::vector<InstanceRecord> InstanceStore::list(const std::string& glob) const {
+  // Hidden records (".k-" kept images) are no instances a user started.
+  return live_records(
+      [&](const std::string& name) { return name[0] != '.' && ::fnmatch(glob.c_str(), name.c_str(), 0) == 0; });
+}
+
 std::vector<InstanceRecord> InstanceStore::list_kept() const {
-  std::vector<std::string> names;
-  if (DIR* dir = ::opendir(app_dir_.c_str())) {
-    while (dirent* entry = ::readdir(dir)) {
-      const std::string file = entry->d_name;
-      if (file.starts_with(".k-") && file.ends_with(".json")) names.push_back(file.substr(0, file.size() - 5));
-    }
-    ::closedir(dir);
-  }
-  std::vector<InstanceRecord> out;
-  for (const std::string& name : names)
-    if (auto record = find(name); record && !record->kept_key.empty()) out.push_back(std::move(*record));
-  return out;
+  std::vector<InstanceRecord> kept = live_records([](const std::string& name) { return name.starts_with(".k-"); });
+  std::erase_if(kept, [](const InstanceRecord& record) { return record.kept_key.empty(); });
+  return kept;
 }
 
 void InstanceStore::save(const InstanceRecord& record) const {

@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -68,6 +69,8 @@ class InstanceStore {
   void remove_if(const std::string& name, pid_t pid) const;
 
  private:
+  // The live records whose name (the file's, without ".json") `wanted` accepts, by name.
+  std::vector<InstanceRecord> live_records(const std::function<bool(const std::string&)>& wanted) const;
   static InstanceStore at(const std::string& user, const std::string& home, uid_t uid, bool create);
   std::string app_dir_;
   std::string log_dir_;

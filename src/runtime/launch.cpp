@@ -287,11 +287,25 @@ void enter_working_directory(const std::string& wanted, bool explicit_pwd, const
 
 }  // namespace
 
-void add_launch_environment(const ActionRequest& r, const EnvMap& host, ComposedEnvironment& env) {
-  if (r.nv || r.nvccli) pass_gpu_selection(host, env);
+ComposedEnvironment compose_container_environment(const ActionRequest& r, const EnvMap& host, const std::string& home) {
+  EnvRequest env_request;
+  env_request.host = host;
+  env_request.clean = r.cleanenv;
+  env_request.env_args = r.env_args;
+  env_request.env_files = r.env_files;
+  env_request.home = home;
+  // As Apptainer (filepath.Abs): absolute but not resolved, so a symlink keeps its name.
+  env_request.image_path = std::filesystem::absolute(r.image).lexically_normal().string();
+  env_request.command = r.action;
+  env_request.binds = format_bind_list(r.binds);
+  if (!r.shell.empty()) env_request.host["APPTAINER_SHELL"] = r.shell;
+  ComposedEnvironment env = compose_environment(env_request);
+  if (!r.shell.empty()) env.process["APPTAINER_SHELL"] = env.process["SINGULARITY_SHELL"] = r.shell;
+  if (r.nv || r.nvccli) pass_gpu_selection(env_request.host, env);
   // Apptainer sets both; the image's 95-apps.sh and the action script read SINGULARITY_APPNAME.
   if (!r.app.empty()) env.process["APPTAINER_APPNAME"] = env.process["SINGULARITY_APPNAME"] = r.app;
   if (r.no_eval) env.process["APPTAINER_NO_EVAL"] = env.process["SINGULARITY_NO_EVAL"] = "1";
+  return env;
 }
 
 void launch(const ActionRequest& r) {
@@ -461,20 +475,7 @@ void launch(const ActionRequest& r) {
   phases::mark("image-mount-started");
   const OverlayLayers layers = mount_overlays(overlays, overlay_lock_fds, session_point, privileged);
   // While an unprivileged image's FUSE server starts, on another CPU where there is one.
-  EnvRequest env_request;
-  env_request.host = host_environment;
-  env_request.clean = r.cleanenv;
-  env_request.env_args = r.env_args;
-  env_request.env_files = r.env_files;
-  env_request.home = mounts.home_destination;
-  // As Apptainer (filepath.Abs): absolute but not resolved, so a symlink keeps its name.
-  env_request.image_path = std::filesystem::absolute(r.image).lexically_normal().string();
-  env_request.command = r.action;
-  env_request.binds = format_bind_list(r.binds);
-  if (!r.shell.empty()) env_request.host["APPTAINER_SHELL"] = r.shell;
-  ComposedEnvironment env = compose_environment(env_request);
-  if (!r.shell.empty()) env.process["APPTAINER_SHELL"] = env.process["SINGULARITY_SHELL"] = r.shell;
-  add_launch_environment(r, env_request.host, env);
+  ComposedEnvironment env = compose_container_environment(r, host_environment, mounts.home_destination);
   for (const auto& [name, value] : cdi.env) env.process[name] = value;  // as the spec says, also with --cleanenv
   if (r.namespaces.instance != nullptr)  // an instance's processes know its name, as Apptainer's
     env.process["APPTAINER_INSTANCE"] = env.process["SINGULARITY_INSTANCE"] = r.namespaces.instance->name;

@@ -66,11 +66,12 @@ struct ActionRequest {
   SiteOptions site;                      // from the administrator's configuration (site_policy.hpp)
 };
 
-// What launch adds to the environment compose_environment makes (the GPU selection, the
-// app's name, --no-eval); a container joining a kept image gets the same.
+// The command's environment as launch composes it (environment.hpp, plus the GPU
+// selection, the app's name, --no-eval): a container joining a kept image gets the same.
 struct ComposedEnvironment;
-void add_launch_environment(const ActionRequest& request, const std::map<std::string, std::string>& host,
-                            ComposedEnvironment& env);
+ComposedEnvironment compose_container_environment(const ActionRequest& request,
+                                                  const std::map<std::string, std::string>& host,
+                                                  const std::string& home);
 
 // Never returns: execs the command, or throws before anything was changed on the host.
 [[noreturn]] void launch(const ActionRequest& request);

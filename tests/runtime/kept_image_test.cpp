@@ -153,6 +153,22 @@ TEST_F(KeptImages, EachContainerHasItsOwnCommandEnvironmentDirectoryAndExitCode)
   EXPECT_EQ(second.out, "second\n/\n");
 }
 
+TEST_F(KeptImages, AJoinedContainerHasTheEnvironmentOfAnyOther) {
+  // Its image by the caller's path (a symlink keeps its name) and its binds, as launch gives.
+  const std::string link = dir_.path() + "/link.sif";
+  std::filesystem::create_symlink(image_, link);
+  const std::vector<std::string> args = {
+      "exec", "-B", dir_.path() + ":/mnt", link, "sh", "-c", "echo $SINGULARITY_CONTAINER; echo $APPTAINER_BIND"};
+  const auto mounted = capsa(args, env(0));
+  ASSERT_EQ(mounted.exit_code, 0) << mounted.err;
+  ASSERT_EQ(capsa({"exec", "-B", dir_.path() + ":/mnt", link, "true"}, env(30)).exit_code, 0);
+  EXPECT_FALSE(leftovers().empty()) << "the image was not kept";
+  const auto joined = capsa(args, env(30));
+  ASSERT_EQ(joined.exit_code, 0) << joined.err;
+  EXPECT_EQ(joined.out, mounted.out);
+  EXPECT_NE(joined.out.find(link + "\n"), std::string::npos) << joined.out;
+}
+
 TEST_F(KeptImages, TheContainerSeesTheHostPidNamespaceAsAnyContainerDoes) {
   auto result = capsa({"exec", image_, "sh", "-c", "echo $$"}, env(30));
   ASSERT_EQ(result.exit_code, 0) << result.err;
