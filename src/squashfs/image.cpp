@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "squashfs/inode_bounds.hpp"
+#include "squashfs/zstd_decompressor.hpp"
 
 namespace capsa::squashfs {
 namespace {
@@ -86,6 +87,7 @@ void Image::open() {
 }
 
 CompressorPtr Image::make_decompressor() const {
+  if (super_.compression_id == SQFS_COMP_ZSTD) return make_zstd_decompressor(super_.block_size);
   sqfs_compressor_t* raw = nullptr;
   int ret = sqfs_compressor_create(&decompressor_config_, &raw);
   if (ret == SQFS_ERROR_UNSUPPORTED) {

@@ -205,12 +205,14 @@ Window primary_partition(const std::string& path) {
 
 // Images with every kind of entry between them: busybox as Singularity built it, the
 // inspect fixture (symlink cases), and a 4 KiB-block image with multi-block, sparse and
-// fragment-tailed files, hard links, devices, a fifo, a socket and a 200-byte name.
+// fragment-tailed files, hard links, devices, a fifo, a socket and a 200-byte name, in
+// gzip, xz and zstd (capsa's own zstd decompressor, zstd_decompressor.hpp).
 std::vector<Window> images() {
   return {primary_partition(test::sif_fixture("real/busybox_amd64.sif")),
           whole_file(test::built_fixtures() + "/inspect-image/rootfs.squashfs"),
           whole_file(std::string(CAPSA_FUZZ_CORPUS) + "/fuse_server/small-blocks-gzip.sqfs"),
-          whole_file(std::string(CAPSA_FUZZ_CORPUS) + "/fuse_server/small-blocks-xz.sqfs")};
+          whole_file(std::string(CAPSA_FUZZ_CORPUS) + "/fuse_server/small-blocks-xz.sqfs"),
+          whole_file(std::string(CAPSA_FUZZ_CORPUS) + "/fuse_server/small-blocks-zstd.sqfs")};
 }
 
 TEST(FuseServer, ServesTheTreeTheReaderReads) {
