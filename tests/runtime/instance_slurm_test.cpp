@@ -1,6 +1,7 @@
 // Instances end with their Slurm job (runtime/instance_job.hpp), on the test cluster
 // (tests/slurm): a batch script starts an instance; when the job is cancelled, or simply
-// ends, the instance's processes, its record and its mounts go with it.
+// ends, the instance's processes, its record and its mounts go with it. The same holds
+// for a kept image (runtime/kept_image.hpp) started by a container of the job.
 #include <gtest/gtest.h>
 #include <pwd.h>
 #include <sys/stat.h>
@@ -13,6 +14,7 @@
 
 #include "runtime/instance_support.hpp"
 #include "runtime/run_support.hpp"
+#include "support/leaks.hpp"
 #include "support/process.hpp"
 #include "support/temp_dir.hpp"
 #include "support/test_env.hpp"
@@ -119,6 +121,36 @@ TEST_F(InstanceInSlurmJob, TheJobsTimeLimitStopsTheInstance) {
   if (state.exit_code == 0 && !state.out.empty()) {  // accounting is optional on the test cluster
     EXPECT_NE(state.out.find("TIMEOUT"), std::string::npos) << state.out;
   }
+}
+
+// Containers of a batch script keep their image for far longer than the job lasts; when
+// the script returns, the kept image goes with the job step, not after its linger.
+TEST_F(InstanceInSlurmJob, AKeptImageEndsWithItsJob) {
+  const std::string mark = "CAPSA_TEST_MARK=" + work.path();
+  std::string script =
+      "#!/bin/sh\n#SBATCH --time=00:05:00\n#SBATCH --nodelist=n1\n#SBATCH --output=" + (work / "job-%j.out") +
+      "\nexport CAPSA_KEEP_IMAGE_SECONDS=600 " + mark + "\n";
+  for (const char* n : {"1", "2"})
+    script += test::capsa_binary() + " exec " + image + " readlink /proc/self/ns/mnt > " + (work / "ns") + n + "\n";
+  script += "hostname > " + (work / "host") + "\nsleep 3\n";
+  auto submitted = test::run_process({"sbatch", "--parsable", work.write("job.sh", script)});
+  ASSERT_EQ(submitted.exit_code, 0) << submitted.err;
+  for (int i = 0; i < 600 && !std::filesystem::exists(work / "host"); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_TRUE(std::filesystem::exists(work / "host")) << "the job ran its containers";
+  const std::string first = test::read_file(work / "ns1");
+  EXPECT_FALSE(first.empty());
+  EXPECT_EQ(test::read_file(work / "ns2"), first) << "the second container joined the first one's kept image";
+  EXPECT_FALSE(test::processes_with_environment(mark).empty()) << "the image is kept while the job runs";
+  // The script ends about 3 s from now; 60 s is a tenth of the linger.
+  std::vector<std::string> left = test::processes_with_environment(mark);
+  for (int i = 0; i < 600 && !left.empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    left = test::processes_with_environment(mark);
+  }
+  EXPECT_TRUE(left.empty()) << "still running after the job: " << left.front();
+  EXPECT_EQ(runtime::testing::loop_devices_for(image), 0) << "nothing mounted";
+  EXPECT_EQ(processes_naming(image), 0);
 }
 
 }  // namespace
