@@ -32,13 +32,17 @@ class InstanceInSlurmJob : public ::testing::Test {
     image = make_instance_image(work);
   }
 
-  // Submits a script that starts instance `name` on node n1 and then runs `rest`, within
-  // `time_limit`; returns the job id once the instance has started.
-  std::string submit(const std::string& name, const std::string& rest, const std::string& time_limit = "00:05:00") {
-    const std::string script = "#!/bin/sh\n#SBATCH --time=" + time_limit +
-                               "\n#SBATCH --nodelist=n1\n#SBATCH --output=" + (work / "job-%j.out") + "\n" +
-                               test::capsa_binary() + " instance start " + image + " " + name + " && hostname > " +
-                               (work / "host") + " && echo started\n" + rest + "\n";
+  // Submits a script that starts instance `name` on node n1 (or the spare node, in its
+  // partition of its own) and then runs `rest`, within `time_limit`; returns the job id
+  // once the instance has started.
+  std::string submit(const std::string& name, const std::string& rest, const std::string& time_limit = "00:05:00",
+                     bool on_spare_node = false) {
+    const std::string where =
+        on_spare_node ? "#SBATCH --partition=spare\n#SBATCH --no-requeue\n" : "#SBATCH --nodelist=n1\n";
+    const std::string script = "#!/bin/sh\n#SBATCH --time=" + time_limit + "\n" + where +
+                               "#SBATCH --output=" + (work / "job-%j.out") + "\n" + test::capsa_binary() +
+                               " instance start " + image + " " + name + " && hostname > " + (work / "host") +
+                               " && echo started\n" + rest + "\n";
     auto submitted = test::run_process({"sbatch", "--parsable", work.write("job.sh", script)});
     EXPECT_EQ(submitted.exit_code, 0) << submitted.err;
     std::string job = submitted.out.substr(0, submitted.out.find_first_of(";\n"));
@@ -123,6 +127,33 @@ TEST_F(InstanceInSlurmJob, TheJobsTimeLimitStopsTheInstance) {
   }
 }
 
+// An administrator takes the node down at once (`scontrol update State=DOWN`, what
+// draining a node for maintenance comes to when its jobs cannot wait): Slurm ends the job,
+// and the instance with it. On the spare node, so no other suite's job is on it.
+TEST_F(InstanceInSlurmJob, TakingTheNodeDownStopsTheInstance) {
+  if (::geteuid() != 0) GTEST_SKIP() << "only Slurm's administrator (root here) sets a node down";
+  const std::string name = unique_name("slurm-down");
+  submit(name, "sleep 300", "00:05:00", true);
+  ASSERT_TRUE(std::filesystem::exists(work / "host")) << "the job started the instance";
+  EXPECT_EQ(test::read_file(work / "host"), "spare\n");
+  const std::string path = record_path(name);
+  ASSERT_TRUE(std::filesystem::exists(path)) << path;
+  const int pid = json::parse(test::read_file(path))["pid"].get<int>();
+  EXPECT_TRUE(process_alive(pid));
+  auto down = test::run_process({"scontrol", "update", "NodeName=spare", "State=DOWN", "Reason=capsa-test"});
+  EXPECT_EQ(down.exit_code, 0) << down.err;
+  expect_gone(path, pid, name);
+  // Back in service for the next run (slurmd's next registration may have done it already:
+  // ReturnToService=2, and then Slurm refuses RESUME).
+  test::run_process({"scontrol", "update", "NodeName=spare", "State=RESUME"});
+  std::string state;
+  for (int i = 0; i < 150 && state != "idle\n"; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    state = test::run_process({"sinfo", "-h", "-n", "spare", "-o", "%T"}).out;
+  }
+  EXPECT_EQ(state, "idle\n") << "the spare node is back in service";
+}
+
 // Containers of a batch script keep their image for far longer than the job lasts; when
 // the script returns, the kept image goes with the job step, not after its linger.
 TEST_F(InstanceInSlurmJob, AKeptImageEndsWithItsJob) {
@@ -143,8 +174,10 @@ TEST_F(InstanceInSlurmJob, AKeptImageEndsWithItsJob) {
   EXPECT_EQ(test::read_file(work / "ns2"), first) << "the second container joined the first one's kept image";
   EXPECT_FALSE(test::processes_with_environment(mark).empty()) << "the image is kept while the job runs";
   // The script ends about 3 s from now; 60 s is a tenth of the linger.
+  // The loop device of a root container is released by the kernel shortly after its
+  // mount namespace's last process.
   std::vector<std::string> left = test::processes_with_environment(mark);
-  for (int i = 0; i < 600 && !left.empty(); ++i) {
+  for (int i = 0; i < 600 && (!left.empty() || runtime::testing::loop_devices_for(image) > 0); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     left = test::processes_with_environment(mark);
   }

@@ -11,7 +11,9 @@
 #                   them, up to port+19.
 # The configuration is generated into STATE/slurm.conf; clients find it through
 # SLURM_CONF=STATE/slurm.conf (STATE/env has the line to source). Partition `capsa`, every
-# node in it, MpiDefault=pmix (the only PMI Debian's OpenMPI 4.1 speaks). Each node
+# node in it; partition `spare`, one more node (`spare`) that only the tests which set a
+# node down use (tests/runtime/instance_slurm_test.cpp), so no other suite's job runs
+# there when it goes down. MpiDefault=pmix (the only PMI Debian's OpenMPI 4.1 speaks). Each node
 # claims 64 CPUs (SlurmdParameters=config_overrides), so 64 ranks fit on one node of a
 # 2-core machine. Needs root; idempotent (a cluster already running for STATE is reused).
 # Stop with tests/slurm/stop.sh STATE.
@@ -60,7 +62,7 @@ if ours "$state/munge/munged.pid" && ours "$state/slurmctld.pid" && sinfo -h -o 
   exit 0
 fi
 "$(dirname "$0")/stop.sh" "$state" >/dev/null 2>&1 || true
-for p in $(seq "$port" $((port + nodes))); do
+for p in $(seq "$port" $((port + nodes + 1))); do
   if port_taken "$p"; then echo "slurm/start.sh: port $p is taken by another program" >&2; exit 1; fi
 done
 
@@ -87,7 +89,8 @@ mkdir -p "$state/ctld" "$state/spool" "$state/log" "$tmpfs"
 chmod 1777 "$tmpfs"
 echo "$tmpfs" > "$state/tmpfs"
 first_node_port=$((port + 1))
-srun_low=$((port + nodes + 1))
+spare_port=$((port + nodes + 1))
+srun_low=$((port + nodes + 2))
 srun_high=$((port + 19))
 memory=$(slurmd -C | sed -n 's/.*RealMemory=\([0-9]*\).*/\1/p')
 {
@@ -132,24 +135,29 @@ memory=$(slurmd -C | sed -n 's/.*RealMemory=\([0-9]*\).*/\1/p')
     echo "NodeName=n$i NodeAddr=127.0.0.1 Port=$((first_node_port + i - 1)) CPUs=64 Boards=1 SocketsPerBoard=1 CoresPerSocket=64 ThreadsPerCore=1 RealMemory=${memory:-1000}"
     i=$((i + 1))
   done
+  echo "NodeName=spare NodeAddr=127.0.0.1 Port=$spare_port CPUs=64 Boards=1 SocketsPerBoard=1 CoresPerSocket=64 ThreadsPerCore=1 RealMemory=${memory:-1000}"
   echo "PartitionName=capsa Nodes=n[1-$nodes] Default=YES MaxTime=INFINITE State=UP"
+  echo "PartitionName=spare Nodes=spare Default=NO MaxTime=INFINITE State=UP"
 } > "$conf.tmp"
 chmod 644 "$conf.tmp"
 mv "$conf.tmp" "$conf"
 
 slurmctld -f "$conf" -i
 i=1
-while [ "$i" -le "$nodes" ]; do
-  mkdir -p "$state/spool/n$i" "$tmpfs/n$i"
-  chmod 1777 "$tmpfs/n$i"
+for node in $(seq -f 'n%g' "$nodes") spare; do
+  mkdir -p "$state/spool/$node" "$tmpfs/$node"
+  chmod 1777 "$tmpfs/$node"
   # slurmd daemonizes and stays in the namespace with its hostname.
-  unshare --uts sh -c 'hostname "$1" && exec slurmd -f "$2" -N "$1"' slurmd "n$i" "$conf"
-  i=$((i + 1))
+  unshare --uts sh -c 'hostname "$1" && exec slurmd -f "$2" -N "$1"' slurmd "$node" "$conf"
 done
+
+# A spare node a test left down (slurmctld keeps node states across restarts) goes back
+# in service.
+scontrol update NodeName=spare State=RESUME >/dev/null 2>&1 || true
 
 # Ready when every node is idle.
 tries=0
-until [ "$(sinfo -h -N -t idle -o '%N' 2>/dev/null | wc -l)" -eq "$nodes" ]; do
+until [ "$(sinfo -h -N -t idle -o '%N' 2>/dev/null | sort -u | wc -l)" -eq $((nodes + 1)) ]; do
   tries=$((tries + 1))
   if [ "$tries" -gt 120 ]; then
     echo "slurm/start.sh: the nodes did not become idle in 60 s:" >&2
@@ -160,4 +168,4 @@ until [ "$(sinfo -h -N -t idle -o '%N' 2>/dev/null | wc -l)" -eq "$nodes" ]; do
   sleep 0.5
 done
 printf 'SLURM_CONF=%s\nexport SLURM_CONF\n' "$conf" > "$state/env"
-echo "slurm: $nodes nodes up, controller 127.0.0.1:$port, SLURM_CONF=$conf"
+echo "slurm: $nodes nodes and a spare up, controller 127.0.0.1:$port, SLURM_CONF=$conf"
