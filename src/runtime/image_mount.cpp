@@ -68,11 +68,13 @@ void await_server(const SquashfsLocation& image, const std::string& target, cons
 // it: if the server dies, the kernel aborts the mount and accesses fail with ENOTCONN
 // instead of waiting forever. The server must live as long as the container, and is no
 // child of it (util/detached_child.hpp: a command that waits for all its children would
-// wait for it forever); its parent-death signal ends it with the container.
+// wait for it forever); its parent-death signal ends it with the container. Returns the
+// process that starts it, to be reaped once the server answers (await_image): the forks
+// between here and the server happen while the caller carries on.
 template <typename Serve>
-void start_server(UniqueFd fuse, const SquashfsLocation& image, const std::string& target, const char* name,
-                  bool wait, Serve&& serve) {
-  DetachedChild::start(
+Process start_server(UniqueFd fuse, const SquashfsLocation& image, const std::string& target, const char* name,
+                     bool wait, Serve&& serve) {
+  Process starter = DetachedChild::start_unreported(
       [&] {
         int null_fd = ::open("/dev/null", O_RDWR);
         if (null_fd >= 0) {
@@ -89,10 +91,14 @@ void start_server(UniqueFd fuse, const SquashfsLocation& image, const std::strin
       },
       {.parent_death_signal = SIGKILL, .name = "the FUSE server"});
   fuse.reset();
-  if (wait) await_server(image, target, name);
+  if (wait) {
+    await_server(image, target, name);
+    starter.wait();
+  }
+  return starter;
 }
 
-void mount_with_squashfuse(const SquashfsLocation& image, const std::string& target, bool wait) {
+Process mount_with_squashfuse(const SquashfsLocation& image, const std::string& target, bool wait) {
   // Checked first: a server that cannot start would only show as a dead mount.
   const char* host_path = std::getenv("PATH");
   const std::string path = host_path && *host_path ? host_path : "/usr/local/bin:/usr/bin:/bin";
@@ -101,7 +107,7 @@ void mount_with_squashfuse(const SquashfsLocation& image, const std::string& tar
     throw Error("squashfuse_ll was not found on PATH (CAPSA_FUSE=squashfuse mounts images with it: "
                 "install the squashfuse package, or unset CAPSA_FUSE for capsa's own server)");
   UniqueFd fuse = mount_fuse(target, "squashfuse");
-  start_server(std::move(fuse), image, target, "squashfuse_ll", wait, [&](int fd) {
+  return start_server(std::move(fuse), image, target, "squashfuse_ll", wait, [&](int fd) {
     ::fcntl(fd, F_SETFD, 0);  // squashfuse_ll inherits the connection
     std::string offset = "offset=" + std::to_string(image.offset);
     std::string mountpoint = "/dev/fd/" + std::to_string(fd);
@@ -117,7 +123,7 @@ void mount_with_squashfuse(const SquashfsLocation& image, const std::string& tar
   });
 }
 
-void mount_with_builtin_server(const SquashfsLocation& image, const std::string& target, bool wait) {
+Process mount_with_builtin_server(const SquashfsLocation& image, const std::string& target, bool wait) {
   // Opened and checked before anything is mounted, so a broken image is reported here.
   std::optional<squashfs::FuseImage> server;
   if (image.opened)
@@ -125,7 +131,7 @@ void mount_with_builtin_server(const SquashfsLocation& image, const std::string&
   else
     server.emplace(image.file, image.offset, image.size);
   UniqueFd fuse = mount_fuse(target, "capsa");
-  start_server(std::move(fuse), image, target, "capsa", wait, [&](int fd) { return server->serve(fd); });
+  return start_server(std::move(fuse), image, target, "capsa", wait, [&](int fd) { return server->serve(fd); });
 }
 
 }  // namespace
@@ -139,12 +145,18 @@ MountDriver unprivileged_driver() {
 
 namespace {
 
-void start_mount(MountDriver driver, const SquashfsLocation& image, const std::string& target, bool wait) {
+// Returns the process starting the FUSE server, when there is one.
+Process start_mount(MountDriver driver, const SquashfsLocation& image, const std::string& target, bool wait) {
   switch (driver) {
-    case MountDriver::KernelLoop: mount_with_loop_device(image, target); return;
-    case MountDriver::Builtin: mount_with_builtin_server(image, target, wait); return;
-    case MountDriver::Squashfuse: mount_with_squashfuse(image, target, wait); return;
+    case MountDriver::KernelLoop:
+      mount_with_loop_device(image, target);
+      return {};
+    case MountDriver::Builtin:
+      return mount_with_builtin_server(image, target, wait);
+    case MountDriver::Squashfuse:
+      return mount_with_squashfuse(image, target, wait);
   }
+  return {};
 }
 
 }  // namespace
@@ -153,22 +165,23 @@ void mount_squashfs_with(MountDriver driver, const SquashfsLocation& image, cons
   start_mount(driver, image, target, true);
 }
 
-void await_image(MountDriver driver, const SquashfsLocation& image, const std::string& target) {
-  if (driver != MountDriver::KernelLoop) await_server(image, target, driver == MountDriver::Builtin ? "capsa" : "squashfuse_ll");
+void await_image(ImageMount& mount, const SquashfsLocation& image, const std::string& target) {
+  if (mount.driver == MountDriver::KernelLoop) return;
+  await_server(image, target, mount.driver == MountDriver::Builtin ? "capsa" : "squashfuse_ll");
+  mount.server_starter.wait();
 }
 
-MountDriver mount_squashfs(const SquashfsLocation& image, const std::string& target, bool privileged) {
+ImageMount mount_squashfs(const SquashfsLocation& image, const std::string& target, bool privileged) {
   if (privileged) {
     try {
       mount_with_loop_device(image, target);
-      return MountDriver::KernelLoop;
+      return {};
     } catch (const NoLoopDevices& no_loop) {
       // Root without loop devices (a container, no loop module) can still use FUSE, as
       // Apptainer falls back to squashfuse; only when that fails too is it an error.
       MountDriver driver = unprivileged_driver();
       try {
-        start_mount(driver, image, target, true);
-        return driver;
+        return {driver, start_mount(driver, image, target, true)};
       } catch (const Error& fuse) {
         throw Error(std::string("no way to mount the image: no loop device (") + no_loop.what() +
                     "), and FUSE failed too: " + fuse.what());
@@ -176,8 +189,7 @@ MountDriver mount_squashfs(const SquashfsLocation& image, const std::string& tar
     }
   }
   MountDriver driver = unprivileged_driver();
-  start_mount(driver, image, target, false);
-  return driver;
+  return {driver, start_mount(driver, image, target, false)};
 }
 
 }  // namespace capsa::runtime

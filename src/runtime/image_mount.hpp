@@ -15,6 +15,8 @@
 #include <memory>
 #include <string>
 
+#include "util/process.hpp"
+
 namespace capsa::squashfs {
 class Image;
 }
@@ -40,14 +42,22 @@ enum class MountDriver {
 // "squashfuse". Throws Error for any other value.
 MountDriver unprivileged_driver();
 
+// An image mounted by mount_squashfs, whose FUSE server may still be starting.
+struct ImageMount {
+  MountDriver driver = MountDriver::KernelLoop;
+  // The process that forks the server's watcher (util/detached_child.hpp), reaped by
+  // await_image; it owns nothing for the kernel's squashfs.
+  Process server_starter;
+};
+
 // Mounts the image at `target` (an existing directory), choosing the driver from the
 // caller's privileges. Throws SystemError/Error with what to do when neither works.
 // An unprivileged mount returns while its FUSE server is still starting, so that the
 // caller's own work overlaps with it: call await_image before using the mount.
-MountDriver mount_squashfs(const SquashfsLocation& image, const std::string& target, bool privileged);
+ImageMount mount_squashfs(const SquashfsLocation& image, const std::string& target, bool privileged);
 
 // Waits until the server of a FUSE mount answers; throws SystemError when it died.
-void await_image(MountDriver driver, const SquashfsLocation& image, const std::string& target);
+void await_image(ImageMount& mount, const SquashfsLocation& image, const std::string& target);
 
 // Mounts with the given driver (tests and benchmarks compare them). A FUSE driver needs
 // CAP_SYS_ADMIN in the current mount namespace's user namespace.

@@ -465,12 +465,12 @@ void launch(const ActionRequest& r) {
   const std::string image_root = session_point + "/image";
   if (::mkdir(image_root.c_str(), 0755) != 0) throw_errno(image_root);
   phases::mark("session");
-  MountDriver driver = MountDriver::KernelLoop;
+  ImageMount mounted;
   if (sandbox) {
     if (::mount(image.c_str(), image_root.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0)
       throw_errno("binding the sandbox " + image);
   } else {
-    driver = mount_squashfs(sif->location, image_root, privileged && r.site.kernel_squashfs);
+    mounted = mount_squashfs(sif->location, image_root, privileged && r.site.kernel_squashfs);
   }
   phases::mark("image-mount-started");
   const OverlayLayers layers = mount_overlays(overlays, overlay_lock_fds, session_point, privileged);
@@ -493,8 +493,8 @@ void launch(const ActionRequest& r) {
   if (!namespaces.hostname.empty()) files.emplace_back("hostname", namespaces.hostname + "\n");
 
   phases::mark("environment");
-  if (sif) await_image(driver, sif->location, image_root);
-  if (driver != MountDriver::KernelLoop) list_once(image_root);
+  if (sif) await_image(mounted, sif->location, image_root);
+  if (mounted.driver != MountDriver::KernelLoop) list_once(image_root);
   phases::mark("image-ready");
   RootLayout layout;
   layout.session = session_point;

@@ -124,8 +124,8 @@ OverlayLayers mount_overlays(const std::vector<OverlayImage>& images, const std:
           size = static_cast<std::uint64_t>(st.st_size);
         }
         SquashfsLocation location{image.path, image.offset, size};
-        MountDriver driver = mount_squashfs(location, target, privileged);
-        await_image(driver, location, target);
+        ImageMount mounted = mount_squashfs(location, target, privileged);
+        await_image(mounted, location, target);
         break;
       }
     }

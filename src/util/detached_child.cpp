@@ -38,7 +38,7 @@ void watch(const EndWatch& container, pid_t server, int reports) {
     int wait_status = 0;
     pid_t done = ::waitpid(server, &wait_status, WNOHANG);
     if (done == server) {
-      write_all(reports, &wait_status, sizeof wait_status);
+      if (reports >= 0) write_all(reports, &wait_status, sizeof wait_status);
       return;
     }
     if (container.poll_fd() >= 0 && server_fd) {
@@ -53,30 +53,32 @@ void watch(const EndWatch& container, pid_t server, int reports) {
 
 }  // namespace
 
-DetachedChild DetachedChild::start(const std::function<int()>& body, const ChildOptions& options) {
-  int pipe_fds[2];
-  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) throw_errno("starting " + std::string(options.name));
-  UniqueFd reading(pipe_fds[0]), writing(pipe_fds[1]);
+namespace {
+
+// Forks the starter, which forks the watcher and ends at once: the watcher is an orphan
+// from birth. The watcher forks the server and watches. `reports`: where the watcher
+// writes the server's pid and, when the server ends, its wait status (-1: nowhere);
+// `caller_end`: the other end of that pipe, closed in the watcher (-1: none).
+Process fork_starter(const std::function<int()>& body, const ChildOptions& options, int reports, int caller_end) {
   const EndWatch container = EndWatch::of_this_process();
-  // The starter forks the watcher and ends at once: the watcher is an orphan from birth.
-  Process starter = Process::start(
+  return Process::start(
       [&] {
         Process::start(
             [&] {
-              reading.reset();
+              if (caller_end >= 0) ::close(caller_end);
               // The terminal's and the job's signals are the container's to act on.
               for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGTSTP, SIGTTIN, SIGTTOU, SIGUSR1, SIGUSR2})
                 ::signal(sig, SIG_IGN);
               Process server = Process::start(
                   [&] {
-                    writing.reset();
+                    if (reports >= 0) ::close(reports);
                     for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGTSTP, SIGTTIN, SIGTTOU, SIGUSR1, SIGUSR2})
                       ::signal(sig, SIG_DFL);
                     return body();
                   },
                   options);
               const pid_t pid = server.pid();
-              if (!write_all(writing.get(), &pid, sizeof pid)) return 1;
+              if (reports >= 0 && !write_all(reports, &pid, sizeof pid)) return 1;
               // No pipe of the caller's stays open through this process.
               int null_fd = ::open("/dev/null", O_RDWR);
               if (null_fd >= 0) {
@@ -84,7 +86,7 @@ DetachedChild DetachedChild::start(const std::function<int()>& body, const Child
                 ::dup2(null_fd, STDOUT_FILENO);
                 ::dup2(null_fd, STDERR_FILENO);
               }
-              watch(container, pid, writing.get());
+              watch(container, pid, reports);
               server.release();  // the server ends on its parent-death signal, or has ended
               return 0;
             },
@@ -93,6 +95,15 @@ DetachedChild DetachedChild::start(const std::function<int()>& body, const Child
         return 0;
       },
       {.name = "a detached process"});
+}
+
+}  // namespace
+
+DetachedChild DetachedChild::start(const std::function<int()>& body, const ChildOptions& options) {
+  int pipe_fds[2];
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) throw_errno("starting " + std::string(options.name));
+  UniqueFd reading(pipe_fds[0]), writing(pipe_fds[1]);
+  Process starter = fork_starter(body, options, writing.get(), reading.get());
   writing.reset();
   starter.wait();
   pid_t pid = -1;
@@ -101,6 +112,10 @@ DetachedChild DetachedChild::start(const std::function<int()>& body, const Child
   }
   if (n != sizeof pid) throw Error(std::string("could not start ") + options.name);
   return {pid, std::move(reading)};
+}
+
+Process DetachedChild::start_unreported(const std::function<int()>& body, const ChildOptions& options) {
+  return fork_starter(body, options, -1, -1);
 }
 
 EndWatch EndWatch::of_this_process() { return of(::getpid()); }

@@ -25,6 +25,13 @@ class DetachedChild {
   // (its parent-death signal comes from the watcher). Returns once the server exists.
   static DetachedChild start(const std::function<int()>& body, const ChildOptions& options);
 
+  // The same, for a caller that needs neither the server's pid nor how it ended, and
+  // has work of its own meanwhile: returns as soon as the first fork has, with the
+  // process that forks the watcher. The caller reaps it (wait()) before it execs, or the
+  // command inherits it as a zombie child; destroying it unreaped kills it, and the
+  // server may then never start.
+  static Process start_unreported(const std::function<int()>& body, const ChildOptions& options);
+
   pid_t pid() const { return pid_; }
   // How the server ended, if it has (never blocks).
   std::optional<ExitStatus> ended();
