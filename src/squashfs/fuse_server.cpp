@@ -479,6 +479,13 @@ void op_init(void* userdata, fuse_conn_info* conn) {
   auto* image = static_cast<FuseImage::Impl*>(userdata);
   image->opens_without_asking = (conn->capable & FUSE_CAP_NO_OPEN_SUPPORT) != 0;
   image->opendirs_without_asking = (conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT) != 0;
+  // Every read of a file not in the page cache goes through readahead, which the kernel
+  // sends as background requests, 12 at a time by default: with more readers than that
+  // (ranks of a job, a workflow's parallel tasks, bench/read.sh's 16 threads) the rest
+  // wait in the kernel while server threads and the disk idle, most of all when the
+  // SIF is not cached. As many as the server has threads, and then some queued.
+  conn->max_background = 4 * kMaxThreads;
+  conn->congestion_threshold = 3 * kMaxThreads;
 }
 
 void op_lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
