@@ -1,6 +1,12 @@
 // `capsa config global --get|--set|--unset|--reset DIRECTIVE [VALUE]`: Apptainer's
 // `apptainer config global` (cmd/internal/cli/config_global_linux.go) on capsa.conf, or on
-// the file -c/--config names (config/config_edit.hpp). `config fakeroot` is refused.
+// the file -c/--config names (config/config_edit.hpp); `capsa config fakeroot
+// --add|--remove|--enable|--disable USER` on /etc/subuid and /etc/subgid
+// (config/subid_file.hpp).
+#include <pwd.h>
+#include <unistd.h>
+
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -10,11 +16,53 @@
 #include "cli/site_config.hpp"
 #include "config/config_edit.hpp"
 #include "config/load.hpp"
+#include "config/subid_file.hpp"
 #include "util/error.hpp"
 #include "util/install_layout.hpp"
 
 namespace capsa::cli {
 namespace {
+
+struct FakerootFlags {
+  bool add = false, remove = false, enable = false, disable = false;
+  std::string user;
+};
+
+// The files `config fakeroot` edits: CAPSA_SUBUID_FILE and CAPSA_SUBGID_FILE name others,
+// for staging a change (and the tests); the mappings newuidmap applies are /etc's.
+std::string subid_path(const char* variable, const char* standard) {
+  const char* chosen = std::getenv(variable);
+  return chosen && *chosen ? chosen : standard;
+}
+
+config::SubidUser subid_user(const std::string& name_or_uid) {
+  const struct passwd* pw = ::getpwnam(name_or_uid.c_str());
+  if (pw == nullptr && !name_or_uid.empty() && name_or_uid.find_first_not_of("0123456789") == std::string::npos)
+    pw = ::getpwuid(static_cast<uid_t>(std::stoul(name_or_uid)));
+  if (pw == nullptr) throw Error("config fakeroot: no user " + name_or_uid + " on this system");
+  return {pw->pw_name, pw->pw_uid};
+}
+
+void run_fakeroot(const FakerootFlags& f) {
+  const int actions = int{f.add} + int{f.remove} + int{f.enable} + int{f.disable};
+  if (actions != 1)
+    throw Error(
+        "config fakeroot: give one of --add, --remove, --enable or --disable (see `capsa help config fakeroot`)");
+  if (::geteuid() != 0) throw Error("config fakeroot: only root can change /etc/subuid and /etc/subgid");
+  const config::SubidUser user = subid_user(f.user);
+  // Both files are read and changed before either is written: a refusal changes neither.
+  std::vector<config::SubidFile> files = {config::SubidFile::load(subid_path("CAPSA_SUBUID_FILE", "/etc/subuid")),
+                                          config::SubidFile::load(subid_path("CAPSA_SUBGID_FILE", "/etc/subgid"))};
+  std::vector<bool> changed;
+  for (config::SubidFile& file : files) {
+    if (f.add) changed.push_back(file.add_user(user));
+    if (f.remove) changed.push_back(file.remove_user(user));
+    if (f.enable) changed.push_back(file.enable_user(user));
+    if (f.disable) changed.push_back(file.disable_user(user));
+  }
+  for (std::size_t i = 0; i < files.size(); ++i)
+    if (changed[i]) files[i].save();
+}
 
 struct GlobalConfigFlags {
   bool set = false, unset = false, get = false, reset = false, dry_run = false;
@@ -85,13 +133,19 @@ void add_config_command(CLI::App& app) {
       "Directives and their meaning: docs/administration.md");
   global->callback([flags] { run_global(*flags); });
 
-  auto* fakeroot = config->add_subcommand("fakeroot", "Not supported: edit /etc/subuid and /etc/subgid directly");
-  fakeroot->allow_extras();
-  fakeroot->callback([] {
-    throw Error(
-        "'config fakeroot' is not supported (capsa --fakeroot reads /etc/subuid and /etc/subgid as they are; add "
-        "ranges with `usermod --add-subuids`)");
-  });
+  auto fakeroot_flags = std::make_shared<FakerootFlags>();
+  auto* fakeroot = config->add_subcommand(
+      "fakeroot", "Manage fakeroot user mapping entries in /etc/subuid and /etc/subgid (root only)");
+  fakeroot->add_flag("-a,--add", fakeroot_flags->add, "Add a mapping entry (65536 ids) for the user");
+  fakeroot->add_flag("-r,--remove", fakeroot_flags->remove, "Remove the user's mapping entry");
+  fakeroot->add_flag("-e,--enable", fakeroot_flags->enable, "Enable the user's (disabled) mapping entry");
+  fakeroot->add_flag("-d,--disable", fakeroot_flags->disable, "Disable the user's mapping entry, keeping its range");
+  fakeroot->add_option("user", fakeroot_flags->user, "The user (name or uid)")->required();
+  fakeroot->footer(
+      "A new entry is UID:START:65536, START the highest free range below 2^32 (as Apptainer allocates); a disabled\n"
+      "entry keeps its line behind a '!'. --fakeroot uses the ranges through newuidmap/newgidmap.\n"
+      "Example: capsa config fakeroot --add alice");
+  fakeroot->callback([fakeroot_flags] { run_fakeroot(*fakeroot_flags); });
 }
 
 }  // namespace capsa::cli
