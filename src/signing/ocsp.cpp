@@ -158,16 +158,18 @@ class RevocationChecker {
     }
     if (cert_status != V_OCSP_CERTSTATUS_GOOD)
       throw CertificateError(who + " is unknown to the OCSP responder " + url + ", so it cannot be trusted");
-    check_responder(basic.get(), issuer, who, url, depth);
+    check_responder(basic.get(), cert, issuer, who, url, depth);
   }
 
   // A delegated responder (not the issuer itself) vouches only while it is not revoked
   // itself, unless its certificate says not to ask (RFC 6960 4.2.2.2.1), as Apptainer checks.
-  void check_responder(OCSP_BASICRESP* basic, X509* issuer, const std::string& who, const std::string& url,
-                       int depth) const {
+  // A responder answering about its own certificate is taken at its word: asking it
+  // again would never end.
+  void check_responder(OCSP_BASICRESP* basic, X509* asked_about, X509* issuer, const std::string& who,
+                       const std::string& url, int depth) const {
     X509* signer = nullptr;
     if (OCSP_resp_get0_signer(basic, &signer, certs_.get()) != 1 || signer == nullptr) return;
-    if (X509_cmp(signer, issuer) == 0) return;
+    if (X509_cmp(signer, issuer) == 0 || X509_cmp(signer, asked_about) == 0) return;
     if (X509_get_ext_by_NID(signer, NID_id_pkix_OCSP_noCheck, -1) >= 0) return;
     if (depth + 1 >= kMaxResponderDepth)
       throw CertificateError(who + ": the OCSP responders' certificates from " + url + " nest too deeply");
