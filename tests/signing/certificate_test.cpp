@@ -156,6 +156,27 @@ TEST_F(VerifyCertificate, OcspPassesAGoodCertificateAndFailsARevokedOne) {
   EXPECT_NE(failed.err.find("(keyCompromise), says the OCSP responder " + url), std::string::npos) << failed.err;
 }
 
+TEST_F(VerifyCertificate, OcspAsksAboutADelegatedResponderThatDoesNotSayNoCheck) {
+  const TestPki pki(sandbox_.dir(), "checked-pki", first_ocsp_port(), false);
+  const IssuedCertificate good = pki.issue("good", "ecdsa");
+  const std::string image = signed_image(good, "good");
+  auto verify_with_ocsp = [&] {
+    return test::run_capsa({"verify", "--certificate", good.certificate, "--certificate-intermediates",
+                            pki.intermediate(), "--certificate-roots", pki.root(), "--ocsp-verify", image});
+  };
+  {
+    auto responders = pki.start_responders();
+    auto passed = verify_with_ocsp();
+    EXPECT_EQ(passed.exit_code, 0) << passed.err;
+  }
+  // The responder's own certificate revoked: its word about the leaf counts no more.
+  pki.revoke_leaf_responder();
+  auto responders = pki.start_responders();
+  expect_one_line_failure(verify_with_ocsp(),
+                          "certificate 'CN=good,O=capsa test' (good.pem), whose OCSP responder "
+                          "certificate 'CN=checked-pki OCSP responder,O=capsa test' was revoked on ");
+}
+
 TEST_F(VerifyCertificate, OcspFailsWhenTheResponderCannotBeAskedOrIsNamedNowhere) {
   const IssuedCertificate unreachable =
       pki_.issue("unreachable", "ecdsa", TestPki::Usage::CodeSigning, TestPki::Responder::Unreachable);

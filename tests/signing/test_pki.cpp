@@ -29,7 +29,7 @@ void openssl(const std::vector<std::string>& args) {
   if (result.exit_code != 0) throw std::runtime_error("openssl " + args.front() + ": " + result.err);
 }
 
-TestPki::TestPki(const TempDir& dir, const std::string& name, int first_port)
+TestPki::TestPki(const TempDir& dir, const std::string& name, int first_port, bool responders_say_no_check)
     : base_(dir / name),
       root_dir_(base_ + "/root"),
       intermediate_dir_(base_ + "/intermediate"),
@@ -50,8 +50,9 @@ TestPki::TestPki(const TempDir& dir, const std::string& name, int first_port)
     openssl({"req", "-new", "-config", ca + "/ca.cnf", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
              "-keyout", ca + "/ocsp.key", "-out", ca + "/ocsp.csr", "-subj",
              std::string("/O=") + kOrganization + "/CN=" + name + " OCSP responder"});
-    openssl({"ca", "-batch", "-notext", "-config", ca + "/ca.cnf", "-extensions", "ocsp_responder", "-in",
-             ca + "/ocsp.csr", "-out", ca + "/ocsp.pem"});
+    openssl({"ca", "-batch", "-notext", "-config", ca + "/ca.cnf", "-extensions",
+             responders_say_no_check ? "ocsp_responder" : "ocsp_responder_checked", "-in", ca + "/ocsp.csr", "-out",
+             ca + "/ocsp.pem"});
   }
 }
 
@@ -94,7 +95,10 @@ void TestPki::write_config(const std::string& dir) const {
          << leaf_common << "extendedKeyUsage = serverAuth\n"
          << "authorityInfoAccess = OCSP;URI:" << url_for(first_port_) << "\n"
          << "[ocsp_responder]\n"
-         << leaf_common << "extendedKeyUsage = OCSPSigning\nnoCheck = ignored\n";
+         << leaf_common << "extendedKeyUsage = OCSPSigning\nnoCheck = ignored\n"
+         << "[ocsp_responder_checked]\n"
+         << leaf_common << "extendedKeyUsage = OCSPSigning\n"
+         << "authorityInfoAccess = OCSP;URI:" << url_for(dir == root_dir_ ? first_port_ + 1 : first_port_) << "\n";
 }
 
 IssuedCertificate TestPki::issue(const std::string& name, const std::string& kind, Usage usage, Responder responder,
@@ -130,6 +134,11 @@ IssuedCertificate TestPki::issue(const std::string& name, const std::string& kin
 
 void TestPki::revoke(const IssuedCertificate& certificate) const {
   openssl({"ca", "-config", intermediate_dir_ + "/ca.cnf", "-revoke", certificate.certificate, "-crl_reason",
+           "keyCompromise"});
+}
+
+void TestPki::revoke_leaf_responder() const {
+  openssl({"ca", "-config", intermediate_dir_ + "/ca.cnf", "-revoke", intermediate_dir_ + "/ocsp.pem", "-crl_reason",
            "keyCompromise"});
 }
 

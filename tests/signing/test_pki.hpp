@@ -25,7 +25,9 @@ class TestPki {
   // Files go under dir/NAME. Responders listen on first_port (the intermediate's, for the
   // leaves) and first_port + 1 (the root's, for the intermediate); a leaf issued with
   // Responder::Unreachable names first_port + 2, where nothing listens.
-  TestPki(const TempDir& dir, const std::string& name, int first_port);
+  // `responders_say_no_check`: the responders' certificates carry id-pkix-ocsp-nocheck,
+  // so that no client asks about them in turn.
+  TestPki(const TempDir& dir, const std::string& name, int first_port, bool responders_say_no_check = true);
 
   std::string root() const { return root_dir_ + "/ca.pem"; }
   std::string intermediate() const { return intermediate_dir_ + "/ca.pem"; }
@@ -39,6 +41,8 @@ class TestPki {
   // Marks `certificate` revoked (keyCompromise) in the intermediate's database; a
   // responder started afterwards reports it so.
   void revoke(const IssuedCertificate& certificate) const;
+  // Likewise the intermediate's OCSP responder's own certificate.
+  void revoke_leaf_responder() const;
   // Starts the two responders and waits until both accept connections; they are killed
   // when the result is destroyed.
   std::pair<std::unique_ptr<Background>, std::unique_ptr<Background>> start_responders() const;
