@@ -80,6 +80,10 @@ set_tests_properties(gridengine.start PROPERTIES FIXTURES_SETUP capsa_gridengine
 add_test(NAME gridengine.stop COMMAND "${CMAKE_SOURCE_DIR}/tests/gridengine/stop.sh" "${CAPSA_TEST_SGE_STATE_DIR}")
 set_tests_properties(gridengine.stop PROPERTIES FIXTURES_CLEANUP capsa_gridengine)
 
+# The signing suite's OCSP responders (`openssl ocsp`, started by the tests themselves) take
+# ports from this one to the ninth after it; two checkouts testing at once need different ones.
+set(CAPSA_TEST_OCSP_PORT 5210 CACHE STRING "First of the 10 ports of the signing suite's test OCSP responders")
+
 # The kernels the OLD_KERNEL suites also run as (tests/support/old_kernel.cpp): 4.18 in
 # CI; -DCAPSA_TEST_OLD_KERNELS="4.18;5.14" adds RHEL 9's, and "" none. The longer
 # OLD_KERNEL_EXTRA suites (build, pull, %post and --fakeroot runs) join them with
@@ -104,6 +108,7 @@ function(capsa_add_test_suite name)
     "CAPSA_TEST_FIXTURES=${CAPSA_TEST_FIXTURE_DIR}"
     "CAPSA_BINARY=$<TARGET_FILE:capsa>"
     "CAPSA_BUILD_DIR=${CMAKE_BINARY_DIR}"
+    "CAPSA_TEST_OCSP_PORT=${CAPSA_TEST_OCSP_PORT}"
     # Each container's mounts go with it, as the suites' leak checks expect right after a
     # run: kept images (runtime/kept_image.hpp) are tested by their own suite.
     "CAPSA_KEEP_IMAGE_SECONDS=0")

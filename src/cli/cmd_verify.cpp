@@ -16,6 +16,10 @@ void add_verify_command(CLI::App& app) {
   struct Flags {
     std::string image;
     std::string key;
+    std::string certificate;
+    std::string intermediates;
+    std::string roots;
+    bool ocsp = false;
     std::uint32_t group_id = 0;
     std::uint32_t sif_id = 0;
     bool all = false;
@@ -28,6 +32,22 @@ void add_verify_command(CLI::App& app) {
   cmd->add_option("image", f->image, "SIF image to verify")->required();
   cmd->add_option("--key", f->key, "Verify key-pair (DSSE) signatures with this PEM public key (RSA, ECDSA, Ed25519)")
       ->envname("APPTAINER_VERIFY_KEY");
+  auto* certificate =
+      cmd->add_option("--certificate", f->certificate,
+                      "Verify key-pair (DSSE) signatures with the key of this PEM X.509 certificate, once it chains to "
+                      "a trusted root and may sign code")
+          ->envname("APPTAINER_VERIFY_CERTIFICATE");
+  auto* intermediates = cmd->add_option("--certificate-intermediates", f->intermediates,
+                                        "PEM file of intermediate CA certificates for --certificate's chain")
+                            ->envname("APPTAINER_VERIFY_INTERMEDIATES");
+  auto* roots = cmd->add_option("--certificate-roots", f->roots,
+                                "PEM file of the root CA certificates --certificate must chain to (default: the "
+                                "system's)")
+                    ->envname("APPTAINER_VERIFY_ROOTS");
+  auto* ocsp = cmd->add_flag("--ocsp-verify", f->ocsp,
+                             "With --certificate: ask the OCSP responders the chain's certificates name whether they "
+                             "were revoked")
+                   ->envname("APPTAINER_VERIFY_OCSP");
   auto* group = cmd->add_option("-g,--group-id,--groupid", f->group_id, "Verify the objects of this group only");
   auto* object = cmd->add_option("-i,--sif-id,--id", f->sif_id, "Verify this object only");
   cmd->add_flag("-a,--all", f->all, "With --legacy-insecure: verify every object on its own");
@@ -35,20 +55,29 @@ void add_verify_command(CLI::App& app) {
                 "Verify legacy signatures (Singularity < 3.6; they do not protect the header or descriptors)");
   cmd->add_flag("-l,--local", f->local, "Only use keys from the local keyring (capsa never asks a key server)");
   add_refused_flags(
-      *cmd, {{"-u,--url", true, "capsa does not fetch keys from a key server; import them with `capsa key import`"},
-             {"--certificate", true, "X.509 certificate signatures are not implemented; use --key"},
-             {"--certificate-intermediates", true, "X.509 certificate signatures are not implemented"},
-             {"--certificate-roots", true, "X.509 certificate signatures are not implemented"},
-             {"--ocsp-verify", false, "X.509 certificate signatures are not implemented"}});
+      *cmd, {{"-u,--url", true, "capsa does not fetch keys from a key server; import them with `capsa key import`"}});
   cmd->add_flag("-j,--json", f->json, "Print the result as JSON, as Apptainer does (nothing on failure)");
   cmd->footer(
       "OpenPGP signatures are checked against capsa's keyring (capsa key import) and Apptainer's "
-      "(~/.apptainer/keys/pgp-public); key-pair signatures against the PEM key given with --key. "
+      "(~/.apptainer/keys/pgp-public); key-pair signatures against the PEM key given with --key, or the key "
+      "of the X.509 certificate given with --certificate (which wins over --key, as in Apptainer). "
       "Exits non-zero with one line naming the object when a signature is missing or invalid, or a signed "
       "object, its descriptor or the header changed. See docs/signing.md.");
-  cmd->callback([f, group, object] {
+  cmd->callback([f, group, object, certificate, intermediates, roots, ocsp] {
     signing::VerifyOptions options;
-    if (!f->key.empty()) options.public_key_files.push_back(f->key);
+    if (certificate->count() > 0 || !f->certificate.empty()) {
+      if (f->certificate.empty()) throw Error("--certificate: give the signer's PEM certificate file");
+      signing::CertificateOptions cert{f->certificate, std::nullopt, std::nullopt, f->ocsp};
+      if (!f->intermediates.empty()) cert.intermediates_file = f->intermediates;
+      if (!f->roots.empty()) cert.roots_file = f->roots;
+      options.certificate = cert;
+      if (!f->key.empty()) log::warning("--key is ignored with --certificate (the certificate's key is used)");
+    } else {
+      // Apptainer reads these only with --certificate; say so rather than pass silently.
+      for (const auto* unused : {intermediates, roots, ocsp})
+        if (unused->count() > 0) log::warning(unused->get_name() + " is ignored without --certificate");
+      if (!f->key.empty()) options.public_key_files.push_back(f->key);
+    }
     if (group->count() > 0) {
       if (f->group_id == 0) throw Error("--group-id: groups are numbered from 1");
       options.group_id = f->group_id;
@@ -59,7 +88,9 @@ void add_verify_command(CLI::App& app) {
     }
     options.all = f->all;
     options.legacy = f->legacy;
-    if (f->key.empty()) {
+    if (options.certificate) {
+      log::verbose("Verifying image with key material from certificate '" + f->certificate + "'");
+    } else if (f->key.empty()) {
       log::verbose("Verifying image with PGP key material");
     } else {
       log::verbose("Verifying image with key material from '" + f->key + "'");

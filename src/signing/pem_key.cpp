@@ -74,6 +74,11 @@ PublicKey PublicKey::load_pem(std::string_view pem, const std::string& what) {
   return PublicKey(handle);
 }
 
+PublicKey PublicKey::from_key(KeyHandle key, const std::string& what) {
+  check_supported(key.get(), what);
+  return PublicKey(std::move(key));
+}
+
 bool PublicKey::verify(std::string_view message, std::string_view signature) const {
   MdCtx ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
   if (!ctx || EVP_DigestVerifyInit(ctx.get(), nullptr, digest_for(key_.get()), nullptr, key_.get()) != 1) {

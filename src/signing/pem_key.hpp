@@ -22,6 +22,9 @@ class PublicKey {
   // "<path>: not a PEM public key (...)" for anything else.
   static PublicKey load_pem_file(const std::string& path);
   static PublicKey load_pem(std::string_view pem, const std::string& what);
+  // A key OpenSSL already holds (a certificate's); Error naming `what` for a type capsa
+  // does not verify with.
+  static PublicKey from_key(KeyHandle key, const std::string& what);
 
   bool verify(std::string_view message, std::string_view signature) const;
   // "RSA", "ECDSA" or "ED25519".

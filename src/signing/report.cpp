@@ -22,7 +22,10 @@ std::string verification_report(const VerificationResult& result) {
     // capsa checks only keys the user holds, so every signer is "[LOCAL]" in Apptainer's terms.
     const std::string prefix = pad("[LOCAL]", 18) + " ";
     for (const auto& signer : signature.signers) {
-      if (signature.format == SignatureFormat::Dsse) {
+      if (!signer.certificate_subject.empty()) {
+        out += prefix + "Signing certificate: " + signer.certificate_subject + "\n";
+        out += prefix + "Signing key: " + signer.name + "\n";
+      } else if (signature.format == SignatureFormat::Dsse) {
         out += prefix + "Signing key: " + signer.name + "\n";
       } else {
         out += prefix + "Signing entity: " + signer.name + "\n";

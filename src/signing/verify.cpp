@@ -6,10 +6,12 @@
 #include <set>
 
 #include "sif/image.hpp"
+#include "signing/certificate.hpp"
 #include "signing/digest.hpp"
 #include "signing/dsse.hpp"
 #include "signing/integrity_metadata.hpp"
 #include "signing/keyring.hpp"
+#include "signing/ocsp.hpp"
 #include "signing/pem_key.hpp"
 
 namespace capsa::signing {
@@ -69,6 +71,10 @@ struct Task {
 class Verifier {
  public:
   Verifier(const std::string& path, const VerifyOptions& options) : image_(Image::open(path)), options_(options) {
+    if (options.certificate) {
+      trust_certificate(*options.certificate);
+      return;
+    }
     for (const auto& file : options.public_key_files) keys_.push_back(PublicKey::load_pem_file(file));
   }
 
@@ -106,6 +112,22 @@ class Verifier {
 
  private:
   [[noreturn]] void fail(const std::string& message) const { throw VerificationError(image_.path() + ": " + message); }
+
+  // Apptainer checks the certificate before any signature: the chain to a root, then,
+  // with --ocsp-verify, its revocation status; only then does its key count.
+  void trust_certificate(const CertificateOptions& options) {
+    const Certificate leaf = Certificate::load_pem_file(options.certificate_file);
+    std::vector<Certificate> intermediates;
+    if (options.intermediates_file) intermediates = Certificate::load_pem_bundle(*options.intermediates_file);
+    std::optional<std::vector<Certificate>> roots;
+    if (options.roots_file) roots = Certificate::load_pem_bundle(*options.roots_file);
+    const TrustStore store(roots);
+    const std::vector<Certificate> chain = store.verify_chain(leaf, intermediates);
+    if (options.ocsp) check_revocation(chain, store);
+    keys_.push_back(leaf.public_key());
+    certificate_subject_ = leaf.subject();
+    key_source_ = "the key of " + leaf.label();
+  }
 
   std::vector<std::uint32_t> all_group_ids() const {
     std::set<std::uint32_t> ids;
@@ -206,18 +228,21 @@ class Verifier {
     std::string message;
     if (auto envelope = parse_envelope(data); envelope && envelope->payload_type == kSifMetadataPayloadType) {
       verified.format = SignatureFormat::Dsse;
-      if (keys_.empty()) fail(sig_label + " is a key-pair (DSSE) signature: verify it with --key PUBLIC_KEY.pem");
+      if (keys_.empty())
+        fail(sig_label +
+             " is a key-pair (DSSE) signature: verify it with --key PUBLIC_KEY.pem or --certificate CERTIFICATE.pem");
       std::vector<std::string> accepted = verify_envelope(*envelope, keys_);
-      if (accepted.empty()) fail(sig_label + " was not made by the key given with --key (no valid signature for it)");
+      if (accepted.empty()) fail(sig_label + " was not made by " + key_source_ + " (no valid signature for it)");
       for (const auto& key : keys_)
         if (std::find(accepted.begin(), accepted.end(), key.ssh_fingerprint()) != accepted.end())
-          verified.signers.push_back({key.ssh_fingerprint(), key.type_name() + " key"});
+          verified.signers.push_back({key.ssh_fingerprint(), key.type_name() + " key", certificate_subject_});
       message = envelope->payload;
     } else if (data.find(kClearsignBegin) != std::string::npos) {
       verified.format = task.legacy ? SignatureFormat::LegacyPgp : SignatureFormat::Pgp;
       if (!keys_.empty())
-        fail(sig_label +
-             " is a PGP signature: verify it without --key, with the signer's public key imported "
+        fail(sig_label + " is a PGP signature: verify it without " +
+             std::string(options_.certificate ? "--certificate" : "--key") +
+             ", with the signer's public key imported "
              "(capsa key import KEYFILE)");
       ClearsignedMessage checked;
       try {
@@ -235,7 +260,7 @@ class Verifier {
       const std::string recorded = fingerprint_hex(sig.signature().entity);
       if (checked.fingerprint != recorded)
         fail(sig_label + ": its descriptor names key " + recorded + " but key " + checked.fingerprint + " signed it");
-      verified.signers.push_back({checked.fingerprint, checked.name});
+      verified.signers.push_back({checked.fingerprint, checked.name, ""});
       message = checked.plaintext;
     } else {
       fail(sig_label + " is neither a PGP clear-signed message nor a DSSE envelope");
@@ -306,6 +331,8 @@ class Verifier {
   Image image_;
   VerifyOptions options_;
   std::vector<PublicKey> keys_;
+  std::string key_source_ = "the key given with --key";
+  std::string certificate_subject_;
   std::unique_ptr<GnupgHome> trusted_;
 };
 

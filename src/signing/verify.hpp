@@ -16,11 +16,23 @@
 
 namespace capsa::signing {
 
+// `verify --certificate`: the signer's X.509 certificate and what it must chain to.
+struct CertificateOptions {
+  std::string certificate_file;                   // PEM; its public key checks DSSE signatures
+  std::optional<std::string> intermediates_file;  // PEM bundle: CAs between it and a root
+  std::optional<std::string> roots_file;          // PEM bundle; nullopt: the system's roots
+  bool ocsp = false;                              // --ocsp-verify: ask the chain's OCSP responders
+};
+
 struct VerifyOptions {
   // PEM public keys: DSSE (key-pair) signatures are checked with these and PGP ones are
   // refused, as `apptainer verify --key`. Empty: OpenPGP signatures, checked against the
   // user's keyring (keyring.hpp).
   std::vector<std::string> public_key_files;
+  // Set: DSSE signatures are checked with this certificate's key once the certificate is
+  // trusted (signing/certificate.hpp, signing/ocsp.hpp), and public_key_files are not
+  // used, as Apptainer prefers --certificate to --key.
+  std::optional<CertificateOptions> certificate;
   std::optional<std::uint32_t> group_id;   // --group-id: only this group
   std::optional<std::uint32_t> object_id;  // --sif-id: only this object
   bool legacy = false;                     // --legacy-insecure: signatures of Singularity < 3.6 (data only)
@@ -42,6 +54,8 @@ struct Signer {
   // "SHA256:…" fingerprint (OpenSSH form, what envelopes carry as keyid).
   std::string fingerprint;
   std::string name;  // OpenPGP: the user ID's name; key pairs: "ED25519 key" and the like
+  // A key from --certificate: the certificate's subject ("CN=Signer,O=Example").
+  std::string certificate_subject;
 };
 
 struct VerifiedSignature {
@@ -64,7 +78,8 @@ class VerificationError : public Error {
   using Error::Error;
 };
 
-// Throws VerificationError (and FormatError for a file that is no SIF image).
+// Throws VerificationError (and FormatError for a file that is no SIF image, and
+// CertificateError for a --certificate that is unreadable, not trusted or revoked).
 VerificationResult verify_image(const std::string& path, const VerifyOptions& options);
 
 // A signing key's fingerprint as the SIF signature descriptor records it (20 bytes), in
