@@ -1,4 +1,7 @@
 // `capsa pull [OUTPUT.sif] docker://REF|oras://REF`: flags and environment as `apptainer pull`.
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cstdlib>
 #include <iostream>
 #include <memory>
@@ -12,6 +15,7 @@
 #include "cli/registry_options.hpp"
 #include "oci/platform.hpp"
 #include "pull/pull.hpp"
+#include "sif/image.hpp"
 #include "util/error.hpp"
 #include "util/interrupt.hpp"
 #include "util/log.hpp"
@@ -33,6 +37,8 @@ struct PullFlags {
   std::string name;
   std::string dir;
   std::string library;
+  std::string tmpdir;
+  bool allow_unsigned = false;
 };
 
 pull::PullOptions options_from(const PullFlags& f) {
@@ -49,6 +55,12 @@ pull::PullOptions options_from(const PullFlags& f) {
       !options.reference.starts_with("library://"))
     throw Error("cannot pull \"" + options.reference + "\": use a docker://, oras:// or library:// reference");
   if (!f.library.empty()) options.library = f.library;
+  if (!f.tmpdir.empty()) {
+    struct stat st {};
+    if (::stat(f.tmpdir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || ::access(f.tmpdir.c_str(), W_OK) != 0)
+      throw Error("--tmpdir " + f.tmpdir + ": not a directory this user can write to");
+    options.tmpdir = f.tmpdir;
+  }
   if (!f.name.empty()) options.output = f.name;
   if (!f.dir.empty()) options.output_dir = f.dir;
   options.force = f.force || env_flag("FORCE");
@@ -65,15 +77,24 @@ pull::PullOptions options_from(const PullFlags& f) {
   return options;
 }
 
+// Whether the pulled file holds a signature; a file that is no SIF (a library may serve
+// anything for another architecture) has none to speak of, and gets no warning.
+bool sif_is_signed(const std::string& path) {
+  try {
+    for (const sif::Descriptor& d : sif::Image::open(path).objects())
+      if (d.data_type == sif::DataType::Signature) return true;
+  } catch (const Error&) {
+    return true;
+  }
+  return false;
+}
+
 // `apptainer pull` flags (cmd/internal/cli/pull.go) capsa does not carry out (yet).
 const std::vector<RefusedFlag>& refused_pull_flags() {
   static const std::string later = "not in this version of capsa yet";
   static const std::vector<RefusedFlag> flags = {
-      {"--tmpdir", true, later + "; set TMPDIR"},
       {"--docker-host", true, "capsa talks to registries, never to a Docker daemon"},
       {"--no-cleanup", false, later},
-      {"-U,--allow-unsigned", false, "signed images are " + later},
-      {"--allow-unauthenticated", false, "signed images are " + later},
   };
   return flags;
 }
@@ -128,6 +149,12 @@ void add_pull_command(CLI::App& app) {
   cmd->add_option("--library", flags->library,
                   "URL of the library for library:// references (APPTAINER_LIBRARY); default: the host the "
                   "reference names");
+  cmd->add_option("--tmpdir", flags->tmpdir,
+                  "Directory for temporary files (default $TMPDIR, else /var/tmp); with the cache on they go in the "
+                  "cache, to be renamed into it");
+  cmd->add_flag("-U,--allow-unsigned,--allow-unauthenticated", flags->allow_unsigned,
+                "Do not warn when a library:// image is not signed (APPTAINER_ALLOW_UNSIGNED; pull never "
+                "requires a signature: check one with `capsa verify`)");
   add_refused_flags(*cmd, refused_pull_flags());
   cmd->footer(
       "oras://REF: a SIF pushed with `push` (Apptainer's or capsa's), downloaded as it is.\n"
@@ -156,6 +183,10 @@ void add_pull_command(CLI::App& app) {
       std::exit(128 + interrupt_signal());
     }
     if (!quiet) std::cerr << (result.from_cache ? "Using cached image: " : "Wrote ") << result.output_path << "\n";
+    // Apptainer warns about an unsigned library image unless -U says not to.
+    if (flags->positionals.back().starts_with("library://") && !flags->allow_unsigned && !env_flag("ALLOW_UNSIGNED") &&
+        !sif_is_signed(result.output_path))
+      log::warning(result.output_path + " is not signed: nobody vouches for its contents (-U hides this warning)");
   });
 }
 

@@ -52,6 +52,11 @@ class LibraryPull : public ::testing::Test {
     image = make_big_image(work);
     hex = sha256_hex_of(image);
     const std::string other_arch = work.write("other-arch.sif", "not this machine's\n");
+    // The image is signed (the upstream busybox SIF is); the same without its signature.
+    unsigned_image = work / "unsigned.sif";
+    fs::copy_file(image, unsigned_image);
+    auto unsign = run_process({test::capsa_binary(), "sif", "del", "5", unsigned_image});
+    ASSERT_EQ(unsign.exit_code, 0) << unsign.err;
     work.write("catalog.json", "[" + entry("capsa/tests/bigbox:1.0", image, "normal") + "," +
                                    entry("library/default/bigbox:latest", image, "normal") + "," +
                                    entry("capsa/tests/bigbox:sha256." + hex, image, "normal") + "," +
@@ -59,7 +64,8 @@ class LibraryPull : public ::testing::Test {
                                    entry("capsa/tests/badsum:1.0", image, "badsum") + "," +
                                    entry("capsa/tests/flaky:1.0", image, "drop") + "," +
                                    entry("capsa/tests/oldlib:1.0", other_arch, "wrongarch", "arm64") + "," +
-                                   entry("capsa/tests/armonly:1.0", other_arch, "normal", "arm64") + "]");
+                                   entry("capsa/tests/armonly:1.0", other_arch, "normal", "arm64") + "," +
+                                   entry("capsa/tests/unsigned:1.0", unsigned_image, "normal") + "]");
     server = std::make_unique<test::Background>(
         std::vector<std::string>{std::string(CAPSA_SOURCE_DIR) + "/tests/library/library_server.py", work / "catalog.json",
                                  work / "ports"},
@@ -99,7 +105,7 @@ class LibraryPull : public ::testing::Test {
 
   test::TempDir work;
   std::unique_ptr<test::Background> server;
-  std::string image, hex, library;
+  std::string image, hex, library, unsigned_image;
 };
 
 TEST_F(LibraryPull, PullsInPartsThroughTheRedirectAndRuns) {
@@ -111,6 +117,46 @@ TEST_F(LibraryPull, PullsInPartsThroughTheRedirectAndRuns) {
   auto ran = capsa({"exec", "bigbox_1.0.sif", "busybox", "echo", "from the library"});
   EXPECT_EQ(ran.exit_code, 0) << ran.err;
   EXPECT_EQ(ran.out, "from the library\n");
+}
+
+// Apptainer warns about an unsigned library image, unless -U (or its old name, or its
+// variable) says not to; a signed one pulls without a word.
+TEST_F(LibraryPull, AnUnsignedImageIsWarnedAboutUnlessAllowed) {
+  const std::string warning = "unsigned_1.0.sif is not signed: nobody vouches for its contents (-U hides this warning)";
+  auto unsigned_pull = capsa({"pull", "--library", library, "library://capsa/tests/unsigned:1.0"});
+  ASSERT_EQ(unsigned_pull.exit_code, 0) << unsigned_pull.err;
+  EXPECT_NE(unsigned_pull.err.find(warning), std::string::npos) << unsigned_pull.err;
+  for (const auto& [flag, env] : std::vector<std::pair<std::string, std::string>>{
+           {"-U", ""}, {"--allow-unsigned", ""}, {"--allow-unauthenticated", ""}, {"", "APPTAINER_ALLOW_UNSIGNED=1"}}) {
+    std::vector<std::string> args = {"pull", "--force", "--library", library};
+    if (!flag.empty()) args.push_back(flag);
+    args.emplace_back("library://capsa/tests/unsigned:1.0");
+    auto allowed = capsa(args, env.empty() ? std::vector<std::string>{} : std::vector<std::string>{env});
+    ASSERT_EQ(allowed.exit_code, 0) << allowed.err;
+    EXPECT_EQ(allowed.err.find("is not signed"), std::string::npos) << flag << env << ": " << allowed.err;
+  }
+  auto signed_pull = capsa({"pull", "--library", library, "library://capsa/tests/bigbox:1.0"});
+  ASSERT_EQ(signed_pull.exit_code, 0) << signed_pull.err;
+  EXPECT_EQ(signed_pull.err.find("is not signed"), std::string::npos) << signed_pull.err;
+}
+
+// --tmpdir: where --disable-cache's private cache goes; a directory that cannot take it
+// is refused before anything is downloaded.
+TEST_F(LibraryPull, TmpdirTakesTheTemporaryFiles) {
+  fs::create_directories(work / "tmp");
+  ::chmod((work / "tmp").c_str(), 0777);
+  auto pulled = capsa(
+      {"pull", "--disable-cache", "--tmpdir", work / "tmp", "--library", library, "library://capsa/tests/bigbox:1.0"});
+  ASSERT_EQ(pulled.exit_code, 0) << pulled.err;
+  EXPECT_EQ(sha256_hex_of(work / "out/bigbox_1.0.sif"), hex);
+  EXPECT_TRUE(fs::is_empty(work / "tmp")) << "its temporary directory is removed";
+  EXPECT_FALSE(fs::exists(work / "cache/blobs")) << "and the cache is untouched";
+  auto refused = capsa({"pull", "--tmpdir", work / "no-such-dir", "--library", library, "again.sif",
+                        "library://capsa/tests/bigbox:1.0"});
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_NE(refused.err.find("--tmpdir " + (work / "no-such-dir") + ": not a directory this user can write to"),
+            std::string::npos)
+      << refused.err;
 }
 
 TEST_F(LibraryPull, ShortFormsTheEnvironmentsLibraryAndADigest) {
