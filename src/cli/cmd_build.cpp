@@ -12,6 +12,7 @@
 #include "cli/global_flags.hpp"
 #include "cli/refused_flags.hpp"
 #include "cli/registry_options.hpp"
+#include "cli/site_config.hpp"
 #include "convert/mksquashfs_args.hpp"
 #include "oci/platform.hpp"
 #include "runtime/bind_spec.hpp"
@@ -105,6 +106,11 @@ build::BuildOptions options_from(const BuildFlags& f) {
   o.repack = mksquashfs_args.find_first_not_of(" \t") != std::string::npos;
   o.json = f.json || env_flag("JSON");
   o.writable_tmpfs = f.writable_tmpfs || env_flag("WRITABLE_TMPFS");
+  // As for the actions (runtime/site_policy.cpp): the administrator may forbid overlays.
+  if (o.writable_tmpfs && site_config().enable_overlay == "no") {
+    const std::string origin = site_config().origin.empty() ? "capsa.conf" : site_config().origin;
+    throw Error("--writable-tmpfs: not allowed by the administrator (`enable overlay = no` in " + origin + ")");
+  }
   o.nvccli = f.nvccli || env_flag("NVCCLI");
   o.time = now_for_images();
   o.capsa_version = build_info::version;

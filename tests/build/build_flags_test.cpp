@@ -126,6 +126,16 @@ TEST_F(Build, WritableTmpfsLetsTestWriteWithoutChangingTheImage) {
   for (const auto& entry : fs::directory_iterator(work / "out"))
     EXPECT_EQ(entry.path().filename(), "sandbox") << "left beside the sandbox: " << entry.path();
 
+  // An administrator's `enable overlay = no` forbids it, as for the actions.
+  const std::string conf = work.write("no-overlay.conf", "enable overlay = no\n");
+  auto forbidden = capsa({"-c", conf, "build", "--writable-tmpfs", work / "forbidden.sif", recipe});
+  EXPECT_EQ(forbidden.exit_code, 1);
+  EXPECT_EQ(lines_of(forbidden.err), 1) << forbidden.err;
+  EXPECT_NE(forbidden.err.find("--writable-tmpfs: not allowed by the administrator (`enable overlay = no`"),
+            std::string::npos)
+      << forbidden.err;
+  EXPECT_FALSE(fs::exists(work / "forbidden.sif"));
+
   auto from_env = capsa({"build", work / "env.sif", recipe}, {"APPTAINER_WRITABLE_TMPFS=1"});
   EXPECT_EQ(from_env.exit_code, 0) << from_env.err;
   EXPECT_EQ(capsa({"exec", work / "env.sif", "ls", "/test-wrote"}).exit_code, 1) << "not in the image";
