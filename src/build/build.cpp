@@ -15,6 +15,7 @@
 
 #include "build/bootstrap.hpp"
 #include "build/definition.hpp"
+#include "build/definition_json.hpp"
 #include "build/host_ops.hpp"
 #include "build/stage_apps.hpp"
 #include "build/stage_files.hpp"
@@ -24,6 +25,7 @@
 #include "image/metadata.hpp"
 #include "oci/platform.hpp"
 #include "pull/pull.hpp"
+#include "runtime/gpu/nvccli.hpp"
 #include "runtime/sandbox_run.hpp"
 #include "sif/writer.hpp"
 #include "util/error.hpp"
@@ -155,15 +157,21 @@ void run_setup(Context& ctx, const Stage& stage, const std::string& rootfs, cons
 }
 
 // %post and %test: `argv` run in the container as the build's root, with the build's
-// environment, --bind and --nv. Returns its exit status.
-int run_in_build_container(const Context& ctx, const std::string& rootfs, std::vector<std::string> argv) {
+// environment, --bind, --nv (--nvccli) and --rocm. %test sees the image as `capsa test`
+// sees a sandbox: read-only, or with --writable-tmpfs under a tmpfs it may write to.
+// Returns its exit status.
+int run_in_build_container(const Context& ctx, const std::string& rootfs, std::vector<std::string> argv,
+                           bool test = false) {
   runtime::SandboxCommand command;
+  command.read_only_root = test;
+  command.writable_tmpfs = test && ctx.options.writable_tmpfs;
+  command.nvccli = ctx.options.nvccli;
   command.rootfs = rootfs;
   command.argv = std::move(argv);
   command.env = post_environment();
   command.binds = ctx.options.binds;
   command.mode = ctx.mode;
-  command.nv = ctx.options.nv;
+  command.nv = ctx.options.nv || ctx.options.nvccli;
   command.rocm = ctx.options.rocm;
   return runtime::run_in_sandbox(command);
 }
@@ -188,7 +196,7 @@ void run_post(Context& ctx, const Stage& stage, const std::string& rootfs) {
 
 void run_test(Context& ctx, const std::string& rootfs, const std::string& where) {
   ctx.progress.note("capsa: running %test");
-  int status = run_in_build_container(ctx, rootfs, {"/bin/sh", "/.singularity.d/actions/test"});
+  int status = run_in_build_container(ctx, rootfs, {"/bin/sh", "/.singularity.d/actions/test"}, true);
   throw_if_interrupted();
   if (status != 0)
     throw BuildScriptError(where + " failed with exit status " + std::to_string(status) +
@@ -231,8 +239,7 @@ void write_sif(Context& ctx, const std::string& rootfs, const std::string& targe
   create.time = ctx.options.time;
   if (std::getenv("SOURCE_DATE_EPOCH") != nullptr) create.uuid = sif::Uuid{};
 
-  convert::PackOptions pack;
-  pack.compression = ctx.options.compression;
+  convert::PackOptions pack = ctx.options.pack;
   ctx.progress.note("capsa: creating the SIF image " + target);
   sif::PartitionSlot slot(
       target, create, {def, inspect},
@@ -250,14 +257,18 @@ void write_sandbox(Context& ctx, const std::string& rootfs, const std::string& t
   if (::rename(rootfs.c_str(), target.c_str()) != 0) throw_errno("move the sandbox to " + target);
 }
 
-// `text` is the definition file as read once: parsed here, stored in the SIF by the caller.
-std::string build_from_definition(Context& ctx, const std::string& work, const std::string& text) {
+// The definition file's text form as read once (--json: made from the JSON form).
+ParseResult parse_source_definition(Context& ctx, const std::string& text) {
   ParseOptions parse;
-  parse.file_name = ctx.file;
+  parse.file_name = ctx.options.json ? ctx.file + " (its text form)" : ctx.file;
   parse.build_args = ctx.options.build_args;
   parse.warn_unused_build_args = ctx.options.warn_unused_build_args;
   ParseResult parsed = parse_definition(text, parse);
   for (const std::string& w : parsed.warnings) ctx.warnings.push_back(w);
+  return parsed;
+}
+
+std::string build_from_definition(Context& ctx, const std::string& work, const ParseResult& parsed) {
   const Definition& def = parsed.definition;
   const auto& sections = ctx.options.sections;
 
@@ -327,6 +338,13 @@ BuildResult build(const BuildOptions& options, Progress& progress) {
                 " already exists (use --force to replace it, or --update "
                 "with --sandbox to build into it)");
   }
+  if (options.json && kind != SourceKind::Definition)
+    throw Error("--json reads a definition file in JSON form: " + options.source + " is not a definition file");
+  // Said before anything is fetched, not when %post starts (the same line as the actions').
+  if (options.nvccli && kind == SourceKind::Definition) {
+    const char* path = std::getenv("PATH");
+    runtime::gpu::require_nvidia_container_cli(path ? path : "/usr/bin:/bin");
+  }
   if (options.sandbox && options.target.ends_with(".sif"))
     log::warning("--sandbox writes a directory, although " + options.target + " ends in .sif");
 
@@ -335,8 +353,8 @@ BuildResult build(const BuildOptions& options, Progress& progress) {
   result.target = options.target;
 
   // docker:// -> SIF is a pull: the same file, through the same cache (unless
-  // --fix-perms has files to change).
-  if (kind == SourceKind::Docker && !options.sandbox && !options.fix_perms) {
+  // --fix-perms has files to change, or --mksquashfs-args asks for another packing).
+  if (kind == SourceKind::Docker && !options.sandbox && !options.fix_perms && !options.repack) {
     pull::PullOptions pull;
     pull.reference = options.source;
     pull.output = options.target;
@@ -361,10 +379,14 @@ BuildResult build(const BuildOptions& options, Progress& progress) {
   std::string rootfs = work / "rootfs";
   std::string deffile;
   switch (kind) {
-    case SourceKind::Definition:
+    case SourceKind::Definition: {
+      // The SIF keeps a definition file: a JSON one's text form (as Apptainer keeps its FullRaw).
       deffile = read_whole_file(options.source);
-      rootfs = build_from_definition(ctx, work.path(), deffile);
+      if (options.json) deffile = definition_text_from_json(deffile, options.source);
+      const ParseResult parsed = parse_source_definition(ctx, deffile);
+      rootfs = build_from_definition(ctx, work.path(), parsed);
       break;
+    }
     case SourceKind::Docker: {
       runtime::unpack_sandbox(pull_base_image(options.source.substr(9), bootstrap_options(ctx, work.path())), rootfs,
                               ctx.mode);

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "convert/pack.hpp"
 #include "oci/platform.hpp"
 #include "pull/pull.hpp"
 #include "runtime/bind_spec.hpp"
@@ -39,7 +40,13 @@ struct BuildOptions {
   bool fix_perms = false;         // --fix-perms: u+rwX on everything a docker base image brings
   pull::RegistryAccess registry;  // --nohttps and credentials, for docker sources
   std::optional<oci::Platform> platform;  // --arch/--arch-variant: of docker images, recorded in the SIF
-  std::string compression = "zstd";
+  // --compression and --mksquashfs-args (convert/mksquashfs_args.hpp); `repack` when the
+  // latter was given: then a docker:// source is packed here too, not pulled as it is.
+  convert::PackOptions pack;
+  bool repack = false;
+  bool json = false;            // --json: the definition file is Apptainer's JSON form (definition_json.hpp)
+  bool writable_tmpfs = false;  // --writable-tmpfs: %test writes to a tmpfs over the image, not the image
+  bool nvccli = false;          // --nvccli: nvidia-container-cli sets the driver up for %post and %test
   std::int64_t time = 0;                       // image time (SOURCE_DATE_EPOCH when set)
   std::string capsa_version;
   std::string tmpdir;                          // where build directories go; "" = $TMPDIR or /tmp

@@ -12,6 +12,8 @@
 #include "cli/global_flags.hpp"
 #include "cli/refused_flags.hpp"
 #include "cli/registry_options.hpp"
+#include "cli/site_config.hpp"
+#include "convert/mksquashfs_args.hpp"
 #include "oci/platform.hpp"
 #include "runtime/bind_spec.hpp"
 #include "util/error.hpp"
@@ -43,6 +45,10 @@ struct BuildFlags {
   bool quiet = false;
   std::string tmpdir;
   std::string compression = "zstd";
+  std::string mksquashfs_args;
+  bool json = false;
+  bool writable_tmpfs = false;
+  bool nvccli = false;
   std::string arch;
   std::string arch_variant;
 };
@@ -92,7 +98,20 @@ build::BuildOptions options_from(const BuildFlags& f) {
     o.platform->variant = f.arch_variant;
   }
   o.tmpdir = f.tmpdir;
-  o.compression = f.compression;
+  o.pack.compression = f.compression;
+  // Read before anything is fetched or run: a bad option stops the build at once.
+  std::string mksquashfs_args =
+      f.mksquashfs_args.empty() ? env_value("MKSQUASHFS_ARGS").value_or("") : f.mksquashfs_args;
+  convert::apply_mksquashfs_args(mksquashfs_args, o.pack);
+  o.repack = mksquashfs_args.find_first_not_of(" \t") != std::string::npos;
+  o.json = f.json || env_flag("JSON");
+  o.writable_tmpfs = f.writable_tmpfs || env_flag("WRITABLE_TMPFS");
+  // As for the actions (runtime/site_policy.cpp): the administrator may forbid overlays.
+  if (o.writable_tmpfs && site_config().enable_overlay == "no") {
+    const std::string origin = site_config().origin.empty() ? "capsa.conf" : site_config().origin;
+    throw Error("--writable-tmpfs: not allowed by the administrator (`enable overlay = no` in " + origin + ")");
+  }
+  o.nvccli = f.nvccli || env_flag("NVCCLI");
   o.time = now_for_images();
   o.capsa_version = build_info::version;
   return o;
@@ -105,14 +124,10 @@ const std::vector<RefusedFlag>& refused_build_flags() {
       {"-e,--encrypt", false, "encrypted SIF images are not supported"},
       {"--passphrase", false, "encrypted SIF images are not supported"},
       {"--pem-path", true, "encrypted SIF images are not supported"},
-      {"--mksquashfs-args", true, "capsa packs squashfs itself; use --compression"},
-      {"--json", false, later},
       {"--library", true, "library:// images are " + later},
       {"--no-cleanup", false, later},
       {"--docker-host", true, "capsa talks to registries, never to a Docker daemon"},
-      {"--nvccli", false, later + "; use --nv"},
       {"--mount", true, later + "; use -B"},
-      {"--writable-tmpfs", false, later},
       {"--ignore-subuid", false, later},
       {"--ignore-fakeroot-command", false, later},
       {"--ignore-userns", false, later},
@@ -147,6 +162,8 @@ void add_build_command(CLI::App& app) {
                 "Warn instead of failing when a build argument is not used");
   cmd->add_option("-B,--bind", flags->binds, "SRC[:DEST[:ro]] bound during %post and %test (repeatable)");
   cmd->add_flag("--nv", flags->nv, "Make the host's NVIDIA driver available to %post and %test");
+  cmd->add_flag("--nvccli", flags->nvccli,
+                "Set the NVIDIA driver up for %post and %test with nvidia-container-cli instead (implies --nv)");
   cmd->add_flag("--rocm", flags->rocm, "Make the host's AMD ROCm driver available to %post and %test");
   cmd->add_flag("--disable-cache", flags->disable_cache, "Do not use or fill the cache for docker:// sources");
   cmd->add_flag("--fix-perms", flags->fix_perms,
@@ -158,6 +175,13 @@ void add_build_command(CLI::App& app) {
                   "machine's");
   cmd->add_option("--arch-variant", flags->arch_variant, "Architecture variant with --arch (v7, v8, ...)");
   cmd->add_option("--compression", flags->compression, "Squashfs compression: zstd (default), gzip or xz");
+  cmd->add_option("--mksquashfs-args", flags->mksquashfs_args,
+                  "mksquashfs options for the SIF's squashfs, those capsa's packer can honour: -comp, -b, "
+                  "-Xcompression-level, -processors, -all-root, -force-uid/-gid, -noappend, -no-xattrs, -mem");
+  cmd->add_flag("--json", flags->json,
+                "The definition file is in Apptainer's JSON form (header, imageData, buildData, customData)");
+  cmd->add_flag("--writable-tmpfs", flags->writable_tmpfs,
+                "%test may write: to a tmpfs over the image, thrown away after it (without: the image is read-only)");
   cmd->add_flag("-q,--quiet", flags->quiet, "No progress output");
   add_refused_flags(*cmd, refused_build_flags());
   cmd->footer(

@@ -29,6 +29,8 @@ CLI::App* add_action(CLI::App& app, const std::string& name, const std::string& 
 void add_instance_command(CLI::App& app);
 void add_pull_command(CLI::App& app);
 void add_build_command(CLI::App& app);
+// `buildcfg [KEY]`: the configured install folders (util/build_config.hpp).
+void add_buildcfg_command(CLI::App& app);
 void add_push_command(CLI::App& app);
 void add_registry_command(CLI::App& app);
 // `remote add|remove|use|list|login|logout|status`: library endpoints (library/remotes.hpp).

@@ -43,12 +43,14 @@ class DirectoryPacker {
 
  private:
   std::uint32_t map_uid(std::uint32_t uid) const {
+    if (options_.force_uid) return *options_.force_uid;
     if (options_.owner_as_root && uid == *options_.owner_as_root) return 0;
     if (options_.subuid_start && uid >= *options_.subuid_start && uid - *options_.subuid_start < options_.subuid_count)
       return uid - *options_.subuid_start + 1;
     return uid;
   }
   std::uint32_t map_gid(std::uint32_t gid) const {
+    if (options_.force_gid) return *options_.force_gid;
     if (options_.group_as_root && gid == *options_.group_as_root) return 0;
     if (options_.subgid_start && gid >= *options_.subgid_start && gid - *options_.subgid_start < options_.subgid_count)
       return gid - *options_.subgid_start + 1;
@@ -192,6 +194,8 @@ std::uint64_t pack_directory(const std::string& directory, int fd, std::uint64_t
   ConvertOptions convert_options;
   convert_options.compressor = compressor_named(options.compression);
   convert_options.workers = options.threads;
+  convert_options.level = options.level;
+  convert_options.block_size = options.block_size;
   convert_options.source_date_epoch = source_date_epoch_from_environment();
   SquashfsWriter writer(fd, offset, directory + " (squashfs image)", convert_options);
   Node root;

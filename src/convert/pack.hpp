@@ -22,6 +22,11 @@ struct PackOptions {
   std::optional<uid_t> owner_as_root;   // files owned by this host uid/gid are recorded as 0 (fakeroot builds)
   std::optional<gid_t> group_as_root;
   unsigned threads = 0;                 // 0 = all cores this process may use
+  std::optional<int> level;             // compression level; unset: the converter's default
+  std::uint32_t block_size = 128 * 1024;  // power of two, 4 KiB .. 1 MiB
+  // Every entry recorded with this owner / group (mksquashfs -all-root, -force-uid/gid).
+  std::optional<std::uint32_t> force_uid;
+  std::optional<std::uint32_t> force_gid;
   // The subordinate ranges of a fakeroot_subid build packed from outside its user
   // namespace: on-disk ids subuid_start .. subuid_start+subuid_count-1 are recorded as
   // 1 .. subuid_count (same for gids). Inside the namespace

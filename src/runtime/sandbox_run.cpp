@@ -5,14 +5,18 @@
 #include <sched.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
+#include <utility>
 
 #include "runtime/container_root.hpp"
+#include "runtime/gpu/nvccli.hpp"
 #include "runtime/gpu/nvidia.hpp"
 #include "runtime/gpu/rocm.hpp"
 #include "runtime/host_source.hpp"
@@ -73,7 +77,7 @@ std::vector<MountStep> sandbox_plan(const SandboxCommand& command) {
     steps.push_back(step);
   }
   std::vector<gpu::DriverPlan> drivers;
-  if (command.nv) drivers.push_back(gpu::plan_nvidia(gpu::host_nvidia_request(false)));
+  if (command.nv && !command.nvccli) drivers.push_back(gpu::plan_nvidia(gpu::host_nvidia_request(false)));
   if (command.rocm) drivers.push_back(gpu::plan_rocm(gpu::host_rocm_request(false)));
   for (const gpu::DriverPlan& driver : drivers) {
     steps.insert(steps.end(), driver.steps.begin(), driver.steps.end());
@@ -172,13 +176,69 @@ std::string find_program(const std::string& name, const std::vector<std::string>
   return found.empty() ? name : found;  // execve reports ENOENT
 }
 
+// An empty directory made for the run and removed after it: the tmpfs of
+// --writable-tmpfs is mounted on it in the child's mount namespace only.
+class EmptyDirectory {
+ public:
+  explicit EmptyDirectory(const std::string& prefix) : path_(prefix + "XXXXXX") {
+    if (::mkdtemp(path_.data()) == nullptr) throw_errno("--writable-tmpfs: a directory beside the sandbox");
+  }
+  ~EmptyDirectory() { ::rmdir(path_.c_str()); }
+  EmptyDirectory(const EmptyDirectory&) = delete;
+  EmptyDirectory& operator=(const EmptyDirectory&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// What the child needs beyond the command: where the tmpfs of --writable-tmpfs goes, and
+// nvidia-container-cli's request.
+struct SandboxSetup {
+  std::string tmpfs_point;  // an empty directory beside the sandbox; "" = no overlay
+  std::optional<gpu::NvccliRequest> nvccli;
+};
+
+// The sandbox under an overlay whose upper layer lives on a fresh tmpfs, mounted over the
+// sandbox's own path (overlayfs resolves its lower directory before it covers it).
+void mount_tmpfs_overlay(const std::string& rootfs, const std::string& point, RootMode mode) {
+  if (::mount("tmpfs", point.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") != 0)
+    throw_errno("--writable-tmpfs: mounting a tmpfs on " + point);
+  for (const char* dir : {"/upper", "/work"})
+    if (::mkdir((point + dir).c_str(), 0755) != 0) throw_errno("--writable-tmpfs: " + point + dir);
+  std::string options = "lowerdir=" + rootfs + ",upperdir=" + point + "/upper,workdir=" + point + "/work";
+  // In a user namespace overlayfs keeps its own metadata in user.* xattrs.
+  if (mode != RootMode::real_root) options += ",userxattr";
+  if (::mount("overlay", rootfs.c_str(), "overlay", 0, options.c_str()) != 0)
+    throw_errno("--writable-tmpfs: the kernel refused an overlay over the sandbox " + rootfs +
+                " (overlayfs in a user namespace needs Linux 5.11)");
+}
+
+// A bind mount made read-only keeps the flags the kernel locked on it in a user namespace.
+void remount_read_only(const std::string& rootfs) {
+  struct statvfs current {};
+  if (::statvfs(rootfs.c_str(), &current) != 0) throw_errno("sandbox " + rootfs);
+  unsigned long flags = MS_REMOUNT | MS_BIND | MS_RDONLY;
+  for (auto [st, ms] : {std::pair<unsigned long, unsigned long>{ST_NOSUID, MS_NOSUID},
+                        {ST_NODEV, MS_NODEV},
+                        {ST_NOEXEC, MS_NOEXEC},
+                        {ST_NOATIME, MS_NOATIME},
+                        {ST_NODIRATIME, MS_NODIRATIME},
+                        {ST_RELATIME, MS_RELATIME}})
+    if ((current.f_flag & st) != 0) flags |= ms;
+  if (::mount(nullptr, rootfs.c_str(), nullptr, flags, nullptr) != 0)
+    throw_errno("making the sandbox " + rootfs + " read-only");
+}
+
 // In the child: mounts, pivot_root, seccomp (emulated), exec. Never returns.
 [[noreturn]] void exec_in_sandbox(const SandboxCommand& command, RootMode mode, const std::string& rootfs,
-                                  const std::vector<MountStep>& steps) {
+                                  const std::vector<MountStep>& steps, const SandboxSetup& setup) {
   if (::unshare(CLONE_NEWNS) != 0) throw_errno("creating a mount namespace for the sandbox");
   make_mounts_private();
   // pivot_root needs the new root to be a mount point.
-  if (::mount(rootfs.c_str(), rootfs.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0)
+  if (!setup.tmpfs_point.empty())
+    mount_tmpfs_overlay(rootfs, setup.tmpfs_point, mode);
+  else if (::mount(rootfs.c_str(), rootfs.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0)
     throw_errno("binding the sandbox " + rootfs);
   {
     UniqueFd root_fd = open_file(rootfs, O_PATH | O_DIRECTORY);
@@ -188,6 +248,8 @@ std::string find_program(const std::string& name, const std::vector<std::string>
       apply_step(root_fd.get(), "", step,
                  step.kind == MountStep::Kind::Tmpfs ? HostSource() : HostSource::examined_elsewhere(step.directory));
   }
+  if (setup.nvccli) gpu::configure_root_with_nvccli(*setup.nvccli, rootfs);
+  if (command.read_only_root && setup.tmpfs_point.empty()) remount_read_only(rootfs);
   enter_root(rootfs);
   std::vector<std::string> env = command.env;
   if (mode == RootMode::fakeroot_emulated) {
@@ -226,7 +288,22 @@ int run_in_sandbox(const SandboxCommand& command) {
     }
     if (points.prepare(step)) steps.push_back(step);
   }
-  return run_in_user_namespace(mode, [&]() -> int { exec_in_sandbox(command, mode, rootfs, steps); });
+  SandboxSetup setup;
+  if (command.nvccli) {
+    const char* path = std::getenv("PATH");
+    setup.nvccli = gpu::nvccli_request(gpu::require_nvidia_container_cli(path ? path : "/usr/bin:/bin"), false,
+                                       mode != RootMode::real_root);
+  }
+  // nvidia-container-cli writes into the root: a read-only one gets the tmpfs overlay, as
+  // an action's does.
+  std::optional<EmptyDirectory> tmpfs_point;
+  if (command.writable_tmpfs || (command.nvccli && command.read_only_root)) {
+    if (rootfs.find_first_of(",:") != std::string::npos)
+      throw Error("--writable-tmpfs: the sandbox path " + rootfs + " has a ',' or ':', which overlayfs cannot take");
+    tmpfs_point.emplace(split_parent(rootfs).first + "/.capsa-tmpfs-");
+    setup.tmpfs_point = tmpfs_point->path();
+  }
+  return run_in_user_namespace(mode, [&]() -> int { exec_in_sandbox(command, mode, rootfs, steps, setup); });
 }
 
 }  // namespace capsa::runtime

@@ -33,6 +33,13 @@ struct SandboxCommand {
   bool nv = false;                     // bind the host's NVIDIA driver files (as `exec --nv`)
   bool rocm = false;                   // bind the host's ROCm driver files (as `exec --rocm`)
   std::string cwd = "/";               // inside the container
+  // The root as `test` sees a sandbox (%test): read-only, or with writable_tmpfs under an
+  // overlay whose upper layer is a tmpfs, so writes succeed and vanish with the command.
+  bool read_only_root = false;
+  bool writable_tmpfs = false;
+  // --nvccli: nvidia-container-cli configures the driver on the mounted root before the
+  // command starts (instead of `nv`'s bind list); a read-only root gets the tmpfs overlay.
+  bool nvccli = false;
 };
 
 // Runs argv inside rootfs (mount namespace; host network; /proc, /sys, /dev, /tmp, host

@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "support/process.hpp"
 #include "support/temp_dir.hpp"
@@ -52,6 +54,66 @@ TEST(Cli, HelpForAnUnknownCommandFails) {
   auto result = run_process({test::capsa_binary(), "help", "frobnicate"});
   EXPECT_EQ(result.exit_code, 1);
   EXPECT_NE(result.err.find("unknown command \"frobnicate\""), std::string::npos) << result.err;
+}
+
+// `buildcfg` answers with the folders of the configured prefix (capsa runs from its build
+// tree here); tests/cli/relocated_install_test.cpp checks a moved prefix's answer.
+TEST(Cli, BuildcfgPrintsTheConfiguredFoldersAsApptainerNamesThem) {
+  auto all = run_process({test::capsa_binary(), "buildcfg"});
+  ASSERT_EQ(all.exit_code, 0) << all.err;
+  std::istringstream lines(all.out);
+  std::vector<std::string> keys;
+  for (std::string line; std::getline(lines, line);) {
+    ASSERT_NE(line.find('='), std::string::npos) << line;
+    keys.push_back(line.substr(0, line.find('=')));
+  }
+  // Apptainer's keys in Apptainer's order (cmd/internal/cli/buildconfig.go).
+  const std::vector<std::string> apptainer = {"PACKAGE_NAME",
+                                              "PACKAGE_VERSION",
+                                              "BUILDDIR",
+                                              "PREFIX",
+                                              "EXECPREFIX",
+                                              "BINDIR",
+                                              "SBINDIR",
+                                              "LIBEXECDIR",
+                                              "DATAROOTDIR",
+                                              "DATADIR",
+                                              "SYSCONFDIR",
+                                              "SHAREDSTATEDIR",
+                                              "LOCALSTATEDIR",
+                                              "RUNSTATEDIR",
+                                              "INCLUDEDIR",
+                                              "DOCDIR",
+                                              "INFODIR",
+                                              "LIBDIR",
+                                              "LOCALEDIR",
+                                              "MANDIR",
+                                              "APPTAINER_CONFDIR",
+                                              "SESSIONDIR",
+                                              "PLUGIN_ROOTDIR",
+                                              "APPTAINER_CONF_FILE",
+                                              "APPTAINER_SUID_INSTALL"};
+  EXPECT_EQ(keys, apptainer) << all.out;
+  EXPECT_NE(all.out.find("PACKAGE_NAME=capsa\n"), std::string::npos) << all.out;
+  EXPECT_NE(all.out.find("APPTAINER_SUID_INSTALL=0\n"), std::string::npos) << all.out;
+
+  // One key: its value alone, the one in the list.
+  auto prefix = run_process({test::capsa_binary(), "buildcfg", "PREFIX"});
+  EXPECT_EQ(prefix.exit_code, 0) << prefix.err;
+  ASSERT_FALSE(prefix.out.empty());
+  EXPECT_NE(all.out.find("\nPREFIX=" + prefix.out), std::string::npos) << prefix.out;
+  auto sysconfdir = run_process({test::capsa_binary(), "buildcfg", "SYSCONFDIR"}).out;
+  ASSERT_EQ(sysconfdir.find('/'), 0u) << sysconfdir;
+  sysconfdir.pop_back();  // the newline
+  EXPECT_EQ(run_process({test::capsa_binary(), "buildcfg", "APPTAINER_CONFDIR"}).out, sysconfdir + "/capsa\n");
+  auto session =
+      run_process({"env", "CAPSA_SESSION_DIR=/somewhere/sessions", test::capsa_binary(), "buildcfg", "SESSIONDIR"});
+  EXPECT_EQ(session.out, "/somewhere/sessions\n");
+
+  auto unknown = run_process({test::capsa_binary(), "buildcfg", "NOPE"});
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_EQ(unknown.out, "");
+  EXPECT_NE(unknown.err.find("no variable named \"NOPE\""), std::string::npos) << unknown.err;
 }
 
 TEST(Cli, VersionShowsVersionCommitAndFeatures) {

@@ -50,6 +50,16 @@ TEST(RelocatedInstall, AMovedPrefixPullsAndRuns) {
   EXPECT_EQ(version.out.rfind("capsa ", 0), 0u) << version.out;
   EXPECT_TRUE(fs::exists(work / "full-ran")) << "the runner did not hand `version` to the moved capsa-full";
 
+  // `buildcfg` names the folders of the moved prefix, as the lookups above use them.
+  auto buildcfg = run_process({capsa, "buildcfg"});
+  EXPECT_EQ(buildcfg.exit_code, 0) << buildcfg.err;
+  for (const std::string& line :
+       {"PREFIX=" + (work / "moved"), "BINDIR=" + (work / "moved/bin"), "LIBEXECDIR=" + (work / "moved/libexec"),
+        "SYSCONFDIR=" + (work / "moved/etc"), "APPTAINER_CONFDIR=" + (work / "moved/etc/capsa"),
+        "APPTAINER_CONF_FILE=" + (work / "moved/etc/capsa/capsa.conf")})
+    EXPECT_NE(buildcfg.out.find("\n" + line + "\n"), std::string::npos) << line << " not in:\n" << buildcfg.out;
+  EXPECT_EQ(run_process({capsa, "buildcfg", "PREFIX"}).out, (work / "moved") + "\n");
+
   const auto& registry = test::test_registry();
   const std::string sif = work / "busybox.sif";
   auto pulled = run_process({"env", "CAPSA_CACHEDIR=" + (work / "cache"), capsa, "pull", "--nohttps", sif,

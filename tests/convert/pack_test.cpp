@@ -197,6 +197,31 @@ TEST_F(Pack, DirectoryRoundTripKeepsTypesModesOwnersLinksAndTimes) {
   }
 }
 
+// --mksquashfs-args' options reach the image: its super block (unsquashfs -s, which
+// reads it independently of capsa) says gzip and 64K blocks, and -all-root owns all by 0.
+TEST_F(Pack, MksquashfsArgsReachTheImage) {
+  make_tree(work / "source", false);
+  PackOptions options;
+  options.compression = "gzip";
+  options.block_size = 64 * 1024;
+  options.level = 9;
+  options.force_uid = 0;
+  options.force_gid = 0;
+  std::uint64_t bytes = 0;
+  std::string image = pack_at_offset(work / "source", work / "image.squashfs", options, &bytes);
+  auto super = run_process({"unsquashfs", "-s", image});
+  ASSERT_EQ(super.exit_code, 0) << super.err;
+  EXPECT_NE(super.out.find("Compression gzip"), std::string::npos) << super.out;
+  EXPECT_NE(super.out.find("Block size 65536"), std::string::npos) << super.out;
+  EXPECT_EQ(manifest_of_squashfs(image), with_owners(manifest_of_directory(work / "source"), "0", "0"));
+
+  PackOptions owned;
+  owned.force_uid = 4321;
+  owned.force_gid = 8765;
+  std::string other = pack_at_offset(work / "source", work / "owned.squashfs", owned, &bytes);
+  EXPECT_EQ(manifest_of_squashfs(other), with_owners(manifest_of_directory(work / "source"), "4321", "8765"));
+}
+
 TEST_F(Pack, SubordinateIdsKeepOwnersInsideTheUserNamespace) {
   if (::geteuid() == 0) GTEST_SKIP() << "the unprivileged run covers the user namespace";
   if (runtime::resolve_root_mode(runtime::RootMode::fakeroot_auto) != runtime::RootMode::fakeroot_subid)
