@@ -144,6 +144,14 @@ void apply_option(ContainerRequest& request, const std::string& option, const ch
     request.mount_home = true;
   } else if (option == "no-container-mount-home") {
     request.mount_home = false;
+  } else if (option == "container-save") {
+    request.save_path = require_value(option, value);
+    if (request.save_path.back() == '/')
+      throw RequestError("--container-save: '" + request.save_path + "' names a directory: give the image file's path");
+  } else if (option == "container-entrypoint") {
+    request.entrypoint = true;
+  } else if (option == "no-container-entrypoint") {
+    request.entrypoint = false;
   } else {
     throw RequestError("--" + option + " is not an option of capsa's plugin");
   }
@@ -172,13 +180,26 @@ std::vector<std::string> instance_start_argv(const std::string& capsa, const Con
 
 std::vector<std::string> task_exec_prefix(const std::string& capsa, const ContainerRequest& request,
                                           const std::string& instance) {
-  std::vector<std::string> argv = {capsa, "exec"};
+  std::vector<std::string> argv = {capsa, request.entrypoint ? "run" : "exec"};
   if (!request.workdir.empty()) {
     argv.emplace_back("--pwd");
     argv.push_back(request.workdir);
   }
   argv.push_back("instance://" + instance);
   return argv;
+}
+
+std::string save_target(const std::string& path, const std::string& job_dir) {
+  if (path.front() == '/') return path;
+  if (job_dir.empty() || job_dir.front() != '/')
+    throw RequestError("--container-save: '" + path +
+                       "' is relative and the job has no working directory: give an absolute path");
+  return job_dir + (job_dir.back() == '/' ? "" : "/") + path;
+}
+
+std::vector<std::string> instance_save_argv(const std::string& capsa, const std::string& instance,
+                                            const std::string& file) {
+  return {capsa, "instance", "save", instance, file};
 }
 
 std::string encode_words(const std::vector<std::string>& words) {

@@ -32,6 +32,12 @@ struct ContainerRequest {
   bool remap_root = false;
   std::vector<std::string> env_names;  // variables whose job value overrides the image's
   bool mount_home = true;
+  // --container-save=PATH: the container's root is saved there as a SIF image once
+  // the step has succeeded on the node; a relative PATH is the job's directory's.
+  std::string save_path;
+  // --container-entrypoint: each task runs through the image's runscript (for a Docker
+  // image its ENTRYPOINT, the task's command as its arguments), `capsa run`, not `exec`.
+  bool entrypoint = false;
   bool wanted() const { return !image.empty() || !name.empty(); }
 };
 
@@ -57,9 +63,18 @@ std::vector<std::string> instance_start_argv(const std::string& capsa, const Con
                                              const std::string& image, const std::string& instance,
                                              const NamedState* named);
 
-// `capsa exec [--pwd DIR] instance://NAME`, to which each task's own argv is appended.
+// `capsa exec [--pwd DIR] instance://NAME` (`run` with --container-entrypoint), to which
+// each task's own argv is appended.
 std::vector<std::string> task_exec_prefix(const std::string& capsa, const ContainerRequest& request,
                                           const std::string& instance);
+
+// --container-save's file: `path` itself when absolute, else relative to `job_dir` (the
+// job's working directory, as pyxis reads it). Throws RequestError when there is none.
+std::string save_target(const std::string& path, const std::string& job_dir);
+
+// `capsa instance save NAME FILE`: the instance's root file system into FILE.
+std::vector<std::string> instance_save_argv(const std::string& capsa, const std::string& instance,
+                                            const std::string& file);
 
 // The prefix travels to the task helper (capsa-spank-task) in one variable: the words
 // joined by newlines (no word may hold one: checked when the options are read).

@@ -15,16 +15,19 @@
 //                          tasks of the step share the instance's image mount, and Slurm
 //                          still does everything it does before exec (MPI/PMIx variables,
 //                          task prolog, TMPDIR, the user's limits).
-//   slurmstepd task_exit   after the node's last task (also after scancel): `capsa
-//                          instance stop`, synchronously, so that a later step of the same
-//                          --container-name finds its layer free (exit, should it not have
-//                          run). The instance's monitor also stops it when slurmstepd exits.
+//   slurmstepd task_exit   after the node's last task (also after scancel): with
+//                          --container-save and every task of the node successful, `capsa
+//                          instance save`; then `capsa instance stop`, synchronously, so
+//                          that a later step of the same --container-name finds its layer
+//                          free (exit, should it not have run). The instance's monitor also
+//                          stops it when slurmstepd exits.
 //   slurmd job_epilog      a named container's files of the job are removed.
 extern "C" {
 #include <slurm/slurm.h>
 #include <slurm/spank.h>
 }
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstddef>
@@ -67,6 +70,7 @@ struct PluginState {
   std::string started_instance;  // in slurmstepd, once user_init started it
   bool start_failed = false;     // user_init said why; the tasks must not run
   uint32_t exited_tasks = 0;     // of this node, seen by task_exit
+  bool task_failed = false;      // a task of this node did not exit 0 (no --container-save)
   uid_t uid = 0;
   gid_t gid = 0;
   std::vector<std::string> env;  // the job's environment, for `instance stop`
@@ -76,7 +80,8 @@ PluginState state;
 constexpr const char* option_names[] = {"container-image",      "container-mounts",        "container-workdir",
                                         "container-name",       "container-writable",      "container-readonly",
                                         "container-remap-root", "no-container-remap-root", "container-env",
-                                        "container-mount-home", "no-container-mount-home"};
+                                        "container-mount-home", "no-container-mount-home", "container-save",
+                                        "container-entrypoint", "no-container-entrypoint"};
 
 int on_option(int val, const char* optarg, int /*remote*/) {
   try {
@@ -115,6 +120,9 @@ struct spank_option spank_options[] = {
     option(8, "NAME[,NAME...]", "[capsa] these job variables win over the image's values"),
     option(9, nullptr, "[capsa] bind your home directory into the container (the default)"),
     option(10, nullptr, "[capsa] do not bind your home directory into the container"),
+    option(11, "PATH", "[capsa] save the container's root as a SIF image at PATH once the step has succeeded"),
+    option(12, nullptr, "[capsa] run the task through the image's entrypoint (runscript)"),
+    option(13, nullptr, "[capsa] run the task's command itself (the default)"),
     SPANK_OPTIONS_TABLE_END};
 }
 
@@ -198,6 +206,30 @@ void stop_instance() {
   state.started_instance.clear();
 }
 
+// --container-save: once per node, after the node's last task, before the instance
+// stops (a --writable-tmpfs layer goes with it); only when every task of the node
+// succeeded. `capsa instance save` writes under a temporary name: a failure leaves nothing.
+void save_container() {
+  if (state.request.save_path.empty() || state.started_instance.empty()) return;
+  if (state.task_failed) {
+    tell_user("capsa: --container-save: " + state.request.save_path + " not written: a task of the step failed");
+    return;
+  }
+  std::string job_dir;
+  for (const auto& entry : state.env)
+    if (entry.starts_with("PWD=")) job_dir = entry.substr(4);
+  try {
+    const auto target = capsa::spank::save_target(state.request.save_path, job_dir);
+    const auto result =
+        capsa::spank::run_as_user({capsa::spank::instance_save_argv(state.capsa, state.started_instance, target),
+                                   state.env, state.uid, state.gid});
+    if (result.exit_code != 0)
+      tell_user(capsa::spank::last_line(result.output, "capsa: error: `capsa instance save` failed for " + target));
+  } catch (const std::exception& e) {
+    tell_user(std::string("capsa: error: ") + e.what());
+  }
+}
+
 }  // namespace
 
 extern "C" {
@@ -278,9 +310,15 @@ int slurm_spank_task_init(spank_t sp, int /*ac*/, char** /*av*/) {
 // included, once the tasks are gone).
 int slurm_spank_task_exit(spank_t sp, int /*ac*/, char** /*av*/) {
   if (spank_context() != S_CTX_REMOTE || state.started_instance.empty()) return ok;
+  int status = 0;
+  if (!item(sp, S_TASK_EXIT_STATUS, &status) || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    state.task_failed = true;
   uint32_t local_tasks = 0;
   if (!item(sp, S_JOB_LOCAL_TASK_COUNT, &local_tasks)) return ok;
-  if (++state.exited_tasks >= local_tasks) stop_instance();
+  if (++state.exited_tasks >= local_tasks) {
+    save_container();
+    stop_instance();
+  }
   return ok;
 }
 

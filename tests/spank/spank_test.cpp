@@ -274,5 +274,84 @@ TEST_F(SpankPlugin, ScancelMidStepLeavesNoMountFuseServerOrLoopDevice) {
       << "processes: " << test::joined(test::processes_with_environment(marker));
 }
 
+// Files a save left beside its target: its temporary names start with the target's.
+std::vector<std::string> leftovers_of(const std::string& dir, const std::string& name) {
+  std::vector<std::string> found;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const auto file = entry.path().filename().string();
+    if (file.starts_with(name) && file != name) found.push_back(entry.path());
+  }
+  return found;
+}
+
+TEST_F(SpankPlugin, ContainerSaveWritesTheContainersRootOnceTheStepSucceeded) {
+  // Two tasks write into the container's tmpfs layer; the node saves it once they have
+  // succeeded (a relative PATH is the job's directory's), and the image runs again, with
+  // `capsa exec` and as --container-image, root-only files of the image kept as root's.
+  const std::string write =
+      "echo saved-$SLURM_PROCID > /opt/mark-$SLURM_PROCID && { [ $SLURM_PROCID != 0 ] || rm /usr/local/bin/mpi_app; }";
+  // The user needs --container-remap-root to write into /opt and to save; root's own
+  // container keeps the image's owners as they are.
+  std::vector<std::string> args = {"-n", "2", image_option(), "--container-writable", "--container-save=saved.sif"};
+  if (::getuid() != 0) args.emplace_back("--container-remap-root");
+  args.insert(args.end(), {"/bin/sh", "-c", write});
+  auto saved = srun(args, {"PWD=" + work.path()});
+  ASSERT_EQ(saved.exit_code, 0) << saved.out << saved.err;
+  ASSERT_TRUE(std::filesystem::is_regular_file(work / "saved.sif")) << saved.err;
+  EXPECT_EQ(leftovers_of(work.path(), "saved.sif"), std::vector<std::string>{});
+  // The image's owners as they are recorded: root sees them as they are, the user with
+  // --fakeroot (subordinate ids for the others).
+  std::vector<std::string> exec = {test::capsa_binary(), "exec"};
+  if (::getuid() != 0) exec.emplace_back("--fakeroot");
+  exec.insert(exec.end(), {work / "saved.sif", "/bin/sh", "-c",
+                           "cat /opt/mark-0 /opt/mark-1; ls /usr/local/bin/mpi_app 2>/dev/null || echo removed; "
+                           "stat -c '%u %g %a' /etc/shadow; stat -c %u /opt/mark-0"});
+  auto again = run_process(exec);
+  EXPECT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(again.out, "saved-0\nsaved-1\nremoved\n0 42 640\n0\n") << again.err;
+  auto as_image = srun({"-n", "1", "--container-image=" + (work / "saved.sif"), "/bin/cat", "/opt/mark-1"});
+  EXPECT_EQ(as_image.exit_code, 0) << as_image.err;
+  EXPECT_EQ(as_image.out, "saved-1\n") << as_image.err;
+  // The unnamed container's layer went with its step.
+  auto fresh = srun({"-n", "1", image_option(), "/bin/sh", "-c", "ls /opt/mark-0 2>/dev/null || echo fresh"});
+  EXPECT_EQ(fresh.out, "fresh\n") << fresh.err;
+}
+
+TEST_F(SpankPlugin, ContainerSaveWritesNothingWhenATaskFails) {
+  const std::string target = work / "failed.sif";
+  auto failed = srun({"-n", "2", image_option(), "--container-writable", "--container-remap-root",
+                      "--container-save=" + target, "/bin/sh", "-c", "touch /opt/x; [ $SLURM_PROCID = 0 ] || exit 3"});
+  EXPECT_NE(failed.exit_code, 0) << failed.out << failed.err;
+  EXPECT_FALSE(std::filesystem::exists(target));
+  EXPECT_EQ(leftovers_of(work.path(), "failed.sif"), std::vector<std::string>{});
+  EXPECT_NE(failed.err.find("--container-save: " + target + " not written"), std::string::npos) << failed.err;
+  // A save that cannot be written says why, and leaves nothing.
+  auto unwritable = srun({"-n", "1", image_option(), "--container-remap-root",
+                          "--container-save=" + (work / "missing-dir/x.sif"), "/bin/true"});
+  EXPECT_NE(unwritable.err.find("instance save"), std::string::npos) << unwritable.err;
+  EXPECT_FALSE(std::filesystem::exists(work / "missing-dir"));
+  // A user's container without --container-remap-root cannot read all of its image.
+  if (::getuid() != 0) {
+    auto unmapped = srun({"-n", "1", image_option(), "--container-save=" + target, "/bin/true"});
+    EXPECT_NE(unmapped.err.find("--container-remap-root"), std::string::npos) << unmapped.err;
+    EXPECT_FALSE(std::filesystem::exists(target));
+    EXPECT_EQ(leftovers_of(work.path(), "failed.sif"), std::vector<std::string>{});
+  }
+}
+
+TEST_F(SpankPlugin, TheEntrypointRunsOnlyWhenAsked) {
+  // The test registry's noshell image: ENTRYPOINT ["/bin/echo", "entry:"]. As Docker and
+  // pyxis do, the task's command becomes the entrypoint's arguments.
+  const std::string image = "--container-image=" + test::test_registry().plain + "#public/noshell:latest";
+  auto with = srun({"-n", "2", image, "--container-entrypoint", "/bin/echo", "task"});
+  EXPECT_EQ(with.exit_code, 0) << with.err;
+  EXPECT_EQ(lines_of(with.out), std::vector<std::string>(2, "entry: /bin/echo task")) << with.err;
+  auto without = srun({"-n", "1", image, "/bin/echo", "task"});
+  EXPECT_EQ(without.exit_code, 0) << without.err;
+  EXPECT_EQ(without.out, "task\n") << without.err;
+  auto refused = srun({"-n", "1", image, "--container-entrypoint", "--no-container-entrypoint", "/bin/echo", "task"});
+  EXPECT_EQ(refused.out, "task\n") << refused.err;
+}
+
 }  // namespace
 }  // namespace capsa::spank_testing
