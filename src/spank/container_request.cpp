@@ -116,8 +116,13 @@ void apply_option(ContainerRequest& request, const std::string& option, const ch
   if (option == "container-image") {
     request.image = capsa_image(require_value(option, value));
   } else if (option == "container-mounts") {
-    auto mounts = parse_mounts(require_value(option, value));
-    request.mounts.insert(request.mounts.end(), mounts.begin(), mounts.end());
+    // Options given to sbatch or salloc reach each srun of the job again through the
+    // environment (SLURM_SPANK__SLURM_SPANK_OPTION_capsa_*), and Slurm may hand one value
+    // over twice: an entry already there is not added again.
+    for (const auto& mount : parse_mounts(require_value(option, value)))
+      if (std::none_of(request.mounts.begin(), request.mounts.end(),
+                       [&](const ContainerMount& m) { return m.bind_spec() == mount.bind_spec(); }))
+        request.mounts.push_back(mount);
   } else if (option == "container-workdir") {
     request.workdir = require_value(option, value);
     if (request.workdir.front() != '/')
@@ -138,8 +143,9 @@ void apply_option(ContainerRequest& request, const std::string& option, const ch
   } else if (option == "no-container-remap-root") {
     request.remap_root = false;
   } else if (option == "container-env") {
-    auto names = parse_env_names(require_value(option, value));
-    request.env_names.insert(request.env_names.end(), names.begin(), names.end());
+    for (const auto& name : parse_env_names(require_value(option, value)))
+      if (std::find(request.env_names.begin(), request.env_names.end(), name) == request.env_names.end())
+        request.env_names.push_back(name);
   } else if (option == "container-mount-home") {
     request.mount_home = true;
   } else if (option == "no-container-mount-home") {

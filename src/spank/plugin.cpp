@@ -4,8 +4,12 @@
 // named container's files in named_container.cpp.
 //
 // Per job step and node:
-//   srun (local)           the options are checked (init_post_opt): a bad value fails srun
-//                          before anything is allocated, with one line.
+//   srun (local), sbatch and salloc (allocator)
+//                          the options are checked (init_post_opt): a bad value fails the
+//                          command before anything is allocated, with one line. Slurm
+//                          puts sbatch's and salloc's options into the job's environment
+//                          (SLURM_SPANK__SLURM_SPANK_OPTION_capsa_*): the batch script
+//                          runs in the container, and every srun of the job inherits them.
 //   slurmstepd user_init   once per step and node, with the user's ids: `capsa instance
 //                          start IMAGE spank-JOB.STEP` (the pull goes through capsa's
 //                          locked cache, so a node pulls an image once). Its failure fails
@@ -147,9 +151,19 @@ std::string host_name() {
   return name;
 }
 
-// A step that runs the user's tasks: not the batch script, the extern or interactive step.
-bool task_step(uint32_t step_id) {
-  return step_id != SLURM_BATCH_SCRIPT && step_id != SLURM_EXTERN_CONT && step_id != SLURM_INTERACTIVE_STEP;
+// A step whose tasks run in the container: the tasks of srun, and the batch script of
+// `sbatch --container-image` (as pyxis does); not the extern or interactive step.
+bool container_step(uint32_t step_id) { return step_id != SLURM_EXTERN_CONT && step_id != SLURM_INTERACTIVE_STEP; }
+
+// The batch script, which slurmstepd runs from its spool directory: bound read-only into
+// the container at the same path, so that the task's command finds it there.
+bool bind_batch_script(spank_t sp, ContainerRequest& request) {
+  int argc = 0;
+  char** argv = nullptr;
+  if (!item(sp, S_JOB_ARGV, &argc, &argv) || argc < 1 || argv == nullptr || argv[0] == nullptr || argv[0][0] != '/')
+    return false;
+  request.mounts.push_back({argv[0], argv[0], true});
+  return true;
 }
 
 // Prints `line` where the user sees it: slurmstepd's stderr is the job's stderr by then.
@@ -162,10 +176,15 @@ int start_instance(spank_t sp) {
     tell_user("capsa: error: the SPANK plugin cannot read the job's ids");
     return failed;
   }
-  if (!task_step(step_id)) return ok;
+  if (!container_step(step_id)) return ok;
   state.env = job_environment(sp);
   capsa::spank::set_variable(state.env, "SLURM_JOB_ID", std::to_string(job_id));
-  capsa::spank::set_variable(state.env, "SLURM_STEP_ID", std::to_string(step_id));
+  const bool batch = step_id == SLURM_BATCH_SCRIPT;
+  // A batch script has no SLURM_STEP_ID (capsa's instance monitor reads it as "batch").
+  if (batch)
+    std::erase_if(state.env, [](const std::string& entry) { return entry.starts_with("SLURM_STEP_ID="); });
+  else
+    capsa::spank::set_variable(state.env, "SLURM_STEP_ID", std::to_string(step_id));
   std::string image = state.request.image;
   std::optional<capsa::spank::NamedState> named;
   try {
@@ -179,10 +198,16 @@ int start_instance(spank_t sp) {
     tell_user(std::string("capsa: error: ") + e.what());
     return failed;
   }
-  const std::string instance = capsa::spank::instance_name(job_id, step_id);
+  const std::string instance =
+      batch ? "spank-" + std::to_string(job_id) + ".batch" : capsa::spank::instance_name(job_id, step_id);
   ContainerRequest step_request = state.request;
-  const auto pmix_dir = capsa::spank::pmix_server_dir(std::to_string(job_id), std::to_string(step_id));
+  const auto pmix_dir =
+      batch ? std::string() : capsa::spank::pmix_server_dir(std::to_string(job_id), std::to_string(step_id));
   if (!pmix_dir.empty()) step_request.mounts.push_back({pmix_dir, pmix_dir, false});
+  if (batch && !bind_batch_script(sp, step_request)) {
+    tell_user("capsa: error: the SPANK plugin cannot find the batch script");
+    return failed;
+  }
   const auto argv =
       capsa::spank::instance_start_argv(state.capsa, step_request, image, instance, named ? &*named : nullptr);
   const auto result = capsa::spank::run_as_user({argv, state.env, state.uid, state.gid});
@@ -235,7 +260,15 @@ void save_container() {
 extern "C" {
 
 // Arguments of the plugstack.conf line: capsa=PATH helper=PATH statedir=DIR.
-int slurm_spank_init(spank_t /*sp*/, int ac, char** av) {
+int slurm_spank_init(spank_t sp, int ac, char** av) {
+  // Slurm offers the spank_options table to srun and slurmstepd only: sbatch and salloc
+  // take the options once they are registered there.
+  if (spank_context() == S_CTX_ALLOCATOR)
+    for (spank_option* opt = spank_options; opt->name != nullptr; ++opt)
+      if (spank_option_register(sp, opt) != ESPANK_SUCCESS) {
+        slurm_error("capsa: cannot register --%s", opt->name);
+        return failed;
+      }
   for (int i = 0; i < ac; ++i) {
     const std::string arg = av[i];
     if (arg.starts_with("capsa=")) {

@@ -144,6 +144,16 @@ TEST(Options, SaveAndEntrypoint) {
   EXPECT_FALSE(request_of({{"container-entrypoint", nullptr}, {"no-container-entrypoint", nullptr}}).entrypoint);
 }
 
+TEST(Options, ValuesInheritedTwiceAreNotDoubled) {
+  // sbatch's and salloc's options come back to each srun through the environment.
+  auto request = request_of({{"container-mounts", "/a:/b:ro"},
+                             {"container-mounts", "/a:/b:ro,/c"},
+                             {"container-env", "A,B"},
+                             {"container-env", "B"}});
+  EXPECT_EQ(request.mounts.size(), 2u);
+  EXPECT_EQ(request.env_names, (std::vector<std::string>{"A", "B"}));
+}
+
 TEST(CommandLines, TheEntrypointRunsTheImagesRunscript) {
   auto request = request_of({{"container-image", "/i.sif"}, {"container-entrypoint", nullptr}});
   EXPECT_EQ(task_exec_prefix("/bin/capsa", request, "spank-1.0"),

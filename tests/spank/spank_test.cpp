@@ -236,6 +236,13 @@ TEST_F(SpankPlugin, BadOptionsAreRefusedBeforeTheJob) {
   auto alone = srun({"-n", "1", "--container-workdir=/tmp", "/bin/true"});
   EXPECT_NE(alone.exit_code, 0);
   EXPECT_NE(alone.err.find("need --container-image or --container-name"), std::string::npos) << alone.err;
+  // sbatch and salloc check them as srun does, before the job.
+  auto batch = run_process({"sbatch", "--nodelist=n1", "--container-save=/tmp/", "--wrap=true"});
+  EXPECT_NE(batch.exit_code, 0);
+  EXPECT_NE(batch.err.find("--container-save: '/tmp/' names a directory"), std::string::npos) << batch.err;
+  auto allocation = run_process({"salloc", "--nodelist=n1", "--container-mounts=/a:/b", "/bin/true"});
+  EXPECT_NE(allocation.exit_code, 0);
+  EXPECT_NE(allocation.err.find("need --container-image or --container-name"), std::string::npos) << allocation.err;
 }
 
 TEST_F(SpankPlugin, ScancelMidStepLeavesNoMountFuseServerOrLoopDevice) {
@@ -351,6 +358,40 @@ TEST_F(SpankPlugin, TheEntrypointRunsOnlyWhenAsked) {
   EXPECT_EQ(without.out, "task\n") << without.err;
   auto refused = srun({"-n", "1", image, "--container-entrypoint", "--no-container-entrypoint", "/bin/echo", "task"});
   EXPECT_EQ(refused.out, "task\n") << refused.err;
+}
+
+TEST_F(SpankPlugin, SbatchRunsTheBatchScriptInTheContainer) {
+  // The option on sbatch's command line, and as #SBATCH in the script, as pyxis takes it.
+  const std::string body = "[ -x /usr/local/bin/mpi_app ] && [ -e /.singularity.d ] && echo batch-in-image\n";
+  const std::string line_script = work.write("line.sh", "#!/bin/sh\n" + body);
+  auto by_line = run_process(
+      {"sbatch", "--wait", "--nodelist=n1", "--output=" + (work / "line.out"), image_option(), line_script}, "", 300);
+  EXPECT_EQ(by_line.exit_code, 0) << by_line.out << by_line.err;
+  EXPECT_EQ(test::read_file(work / "line.out"), "batch-in-image\n");
+  const std::string directive_script = work.write("directive.sh", "#!/bin/sh\n#SBATCH " + image_option() + "\n" + body);
+  auto by_directive = run_process(
+      {"sbatch", "--wait", "--nodelist=n1", "--output=" + (work / "directive.out"), directive_script}, "", 300);
+  EXPECT_EQ(by_directive.exit_code, 0) << by_directive.out << by_directive.err;
+  EXPECT_EQ(test::read_file(work / "directive.out"), "batch-in-image\n");
+  // Without the option the script runs on the host, where mpi_app is not.
+  auto plain =
+      run_process({"sbatch", "--wait", "--nodelist=n1", "--output=" + (work / "plain.out"), line_script}, "", 300);
+  EXPECT_NE(plain.exit_code, 0);
+  EXPECT_EQ(test::read_file(work / "plain.out"), "");
+}
+
+TEST_F(SpankPlugin, SallocOptionsAreInheritedByEachSrunOfTheJob) {
+  // salloc's command runs on the host; its sruns run in the image, with the options of
+  // their own command line added.
+  const std::string script =
+      "[ -e /usr/local/bin/mpi_app ] || echo shell-on-host; "
+      "srun -n 1 /bin/sh -c '[ -x /usr/local/bin/mpi_app ] && echo step-in-image'; "
+      "srun -n 1 --container-workdir=/opt /bin/pwd";
+  auto result = run_process({"env", "CAPSA_CACHEDIR=" + (work / "cache"), "salloc", "--nodelist=n1", "-n", "1",
+                             image_option(), "/bin/sh", "-c", script},
+                            "", 300);
+  EXPECT_EQ(result.exit_code, 0) << result.out << result.err;
+  EXPECT_EQ(lines_of(result.out), (std::vector<std::string>{"shell-on-host", "step-in-image", "/opt"})) << result.err;
 }
 
 }  // namespace
