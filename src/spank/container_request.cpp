@@ -208,6 +208,30 @@ std::vector<std::string> instance_save_argv(const std::string& capsa, const std:
   return {capsa, "instance", "save", instance, file};
 }
 
+std::string encode_flags(const ContainerRequest& request) {
+  auto bit = [](bool on) { return on ? "1" : "0"; };
+  return std::string("writable=") + bit(request.writable) + ",remap-root=" + bit(request.remap_root) +
+         ",mount-home=" + bit(request.mount_home) + ",entrypoint=" + bit(request.entrypoint);
+}
+
+void apply_flags(ContainerRequest& request, const std::string& text) {
+  for (const auto& field : split(text, ',')) {
+    const auto equals = field.find('=');
+    if (equals == std::string::npos) continue;
+    const std::string name = field.substr(0, equals), value = field.substr(equals + 1);
+    if (value != "0" && value != "1") continue;
+    const bool on = value == "1";
+    if (name == "writable")
+      request.writable = on;
+    else if (name == "remap-root")
+      request.remap_root = on;
+    else if (name == "mount-home")
+      request.mount_home = on;
+    else if (name == "entrypoint")
+      request.entrypoint = on;
+  }
+}
+
 std::string encode_words(const std::vector<std::string>& words) {
   std::string text;
   for (const auto& word : words) {

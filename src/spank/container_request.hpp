@@ -76,6 +76,16 @@ std::string save_target(const std::string& path, const std::string& job_dir);
 std::vector<std::string> instance_save_argv(const std::string& capsa, const std::string& instance,
                                             const std::string& file);
 
+// The on/off options (writable, remap-root, mount-home, entrypoint) as the command line
+// left them, "writable=0,remap-root=1,...". Slurm hands each option that was given to
+// slurmstepd once, in its own order, so that of `--no-container-mount-home
+// --container-mount-home` (or an inherited flag and the srun line's opposite) the last is
+// lost there; srun, sbatch and salloc put this in the job's environment
+// (CAPSA_SPANK_FLAGS) and slurmstepd applies it after the options. apply_flags ignores
+// what it does not know.
+std::string encode_flags(const ContainerRequest& request);
+void apply_flags(ContainerRequest& request, const std::string& text);
+
 // The prefix travels to the task helper (capsa-spank-task) in one variable: the words
 // joined by newlines (no word may hold one: checked when the options are read).
 std::string encode_words(const std::vector<std::string>& words);

@@ -35,6 +35,7 @@ extern "C" {
 #include <unistd.h>
 
 #include <cstddef>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <optional>
@@ -166,6 +167,18 @@ bool bind_batch_script(spank_t sp, ContainerRequest& request) {
   return true;
 }
 
+// NAME's value in the task's environment, however long (spank_getenv copies into a
+// buffer of the caller's and says when it was too small); nullopt when it is not set.
+std::optional<std::string> job_variable(spank_t sp, const std::string& name) {
+  for (std::size_t size = std::size_t{64} * 1024; size <= std::size_t{64} * 1024 * 1024; size *= 4) {
+    std::vector<char> value(size);
+    const spank_err_t got = spank_getenv(sp, name.c_str(), value.data(), static_cast<int>(value.size()));
+    if (got == ESPANK_SUCCESS) return std::string(value.data());
+    if (got != ESPANK_NOSPACE) return std::nullopt;
+  }
+  return std::nullopt;
+}
+
 // Prints `line` where the user sees it: slurmstepd's stderr is the job's stderr by then.
 void tell_user(const std::string& line) { slurm_error("%s", line.c_str()); }
 
@@ -291,6 +304,12 @@ int slurm_spank_init_post_opt(spank_t /*sp*/, int /*ac*/, char** /*av*/) {
     slurm_error("capsa: the --container-* options need --container-image or --container-name");
     return failed;
   }
+  // The on/off options as the command line left them, for slurmstepd (encode_flags).
+  if (spank_context() != S_CTX_REMOTE && state.option_seen &&
+      ::setenv("CAPSA_SPANK_FLAGS", capsa::spank::encode_flags(state.request).c_str(), 1) != 0) {
+    slurm_error("capsa: cannot set CAPSA_SPANK_FLAGS");
+    return failed;
+  }
   return ok;
 }
 
@@ -299,6 +318,7 @@ int slurm_spank_user_init(spank_t sp, int /*ac*/, char** /*av*/) {
   // A failure is told here (capsa's line, in the job's stderr) but returned by each task's
   // task_init: srun 22.05 exits 0 when user_init fails ("task launch failed"), and 1
   // when the tasks exit 1.
+  if (const auto flags = job_variable(sp, "CAPSA_SPANK_FLAGS")) capsa::spank::apply_flags(state.request, *flags);
   state.start_failed = start_instance(sp) != ok;
   return ok;
 }
@@ -318,10 +338,14 @@ int slurm_spank_task_init(spank_t sp, int /*ac*/, char** /*av*/) {
   try {
     const auto prefix = capsa::spank::task_exec_prefix(state.capsa, state.request, state.started_instance);
     for (const auto& name : state.request.env_names) {
-      std::vector<char> value(std::size_t{64} * 1024);
-      if (spank_getenv(sp, name.c_str(), value.data(), static_cast<int>(value.size())) != ESPANK_SUCCESS) continue;
+      // A variable the job does not have leaves the image's value alone.
+      const auto value = job_variable(sp, name);
+      if (!value) continue;
       // capsa's injection: the job's value wins over the image's (PATH included).
-      spank_setenv(sp, ("APPTAINERENV_" + name).c_str(), value.data(), 1);
+      if (spank_setenv(sp, ("APPTAINERENV_" + name).c_str(), value->c_str(), 1) != ESPANK_SUCCESS) {
+        tell_user("capsa: error: --container-env: the SPANK plugin cannot pass " + name);
+        return failed;
+      }
     }
     if (spank_setenv(sp, "CAPSA_SPANK_EXEC", capsa::spank::encode_words(prefix).c_str(), 1) != ESPANK_SUCCESS ||
         spank_setenv(sp, "CAPSA_SPANK_ARGV0", argv[0], 1) != ESPANK_SUCCESS) {

@@ -154,6 +154,31 @@ TEST(Options, ValuesInheritedTwiceAreNotDoubled) {
   EXPECT_EQ(request.env_names, (std::vector<std::string>{"A", "B"}));
 }
 
+TEST(Options, FlagsTravelAsTheCommandLineLeftThem) {
+  auto given = request_of({{"container-image", "/i.sif"},
+                           {"no-container-mount-home", nullptr},
+                           {"container-mount-home", nullptr},
+                           {"container-writable", nullptr},
+                           {"container-entrypoint", nullptr}});
+  const std::string flags = encode_flags(given);
+  EXPECT_EQ(flags, "writable=1,remap-root=0,mount-home=1,entrypoint=1");
+  // slurmstepd's order: the table's, not the command line's.
+  auto remote = request_of({{"container-image", "/i.sif"},
+                            {"container-writable", nullptr},
+                            {"container-mount-home", nullptr},
+                            {"no-container-mount-home", nullptr},
+                            {"container-entrypoint", nullptr}});
+  EXPECT_FALSE(remote.mount_home);
+  apply_flags(remote, flags);
+  EXPECT_TRUE(remote.mount_home);
+  EXPECT_TRUE(remote.writable);
+  EXPECT_TRUE(remote.entrypoint);
+  apply_flags(remote, "mount-home=x,bogus=1,writable,entrypoint=0");
+  EXPECT_TRUE(remote.mount_home);
+  EXPECT_TRUE(remote.writable);
+  EXPECT_FALSE(remote.entrypoint);
+}
+
 TEST(CommandLines, TheEntrypointRunsTheImagesRunscript) {
   auto request = request_of({{"container-image", "/i.sif"}, {"container-entrypoint", nullptr}});
   EXPECT_EQ(task_exec_prefix("/bin/capsa", request, "spank-1.0"),

@@ -165,6 +165,17 @@ TEST_F(SpankPlugin, ContainerEnvPassesTheJobsValue) {
   EXPECT_EQ(withheld.out.find("/capsa-spank-marker"), std::string::npos) << withheld.out;
 }
 
+TEST_F(SpankPlugin, ContainerEnvTakesLongValuesAndSkipsUnsetNames) {
+  // A value longer than a first 64 KiB buffer arrives whole; a name the job lacks is not
+  // set to "" inside.
+  const std::string long_value(100000, 'x');
+  auto result = srun({"-n", "1", image_option(), "--container-env=CAPSA_SPANK_LONG,CAPSA_SPANK_NOT_SET", "/bin/sh",
+                      "-c", "echo ${#CAPSA_SPANK_LONG} ${CAPSA_SPANK_NOT_SET-unset}"},
+                     {"CAPSA_SPANK_LONG=" + long_value});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.out, "100000 unset\n") << result.err;
+}
+
 TEST_F(SpankPlugin, HomeIsMountedUnlessRefused) {
   const std::string count = "grep -c \" $HOME \" /proc/self/mountinfo || true";
   auto mounted = srun({"-n", "1", image_option(), "/bin/sh", "-c", count});
@@ -173,6 +184,11 @@ TEST_F(SpankPlugin, HomeIsMountedUnlessRefused) {
   auto refused = srun({"-n", "1", image_option(), "--no-container-mount-home", "/bin/sh", "-c", count});
   EXPECT_EQ(refused.exit_code, 0) << refused.err;
   EXPECT_EQ(refused.out, "0\n") << refused.err;
+  // The last of the two flags wins, as in pyxis: --container-mount-home asks for it again.
+  auto asked =
+      srun({"-n", "1", image_option(), "--no-container-mount-home", "--container-mount-home", "/bin/sh", "-c", count});
+  EXPECT_EQ(asked.exit_code, 0) << asked.err;
+  EXPECT_NE(asked.out, "0\n") << asked.err;
 }
 
 TEST_F(SpankPlugin, RemapRootIsRootInside) {
@@ -383,15 +399,26 @@ TEST_F(SpankPlugin, SbatchRunsTheBatchScriptInTheContainer) {
 TEST_F(SpankPlugin, SallocOptionsAreInheritedByEachSrunOfTheJob) {
   // salloc's command runs on the host; its sruns run in the image, with the options of
   // their own command line added.
+  // An inherited flag is overridden by its opposite on the srun line (slurmstepd gets both).
+  const std::string home_mounts = "grep -c \" $HOME \" /proc/self/mountinfo || true";
   const std::string script =
       "[ -e /usr/local/bin/mpi_app ] || echo shell-on-host; "
-      "srun -n 1 /bin/sh -c '[ -x /usr/local/bin/mpi_app ] && echo step-in-image'; "
-      "srun -n 1 --container-workdir=/opt /bin/pwd";
+      "srun -n 1 /bin/sh -c '[ -x /usr/local/bin/mpi_app ] && echo step-in-image; " +
+      home_mounts +
+      "'; "
+      "srun -n 1 --container-workdir=/opt /bin/pwd; "
+      "srun -n 1 --container-mount-home /bin/sh -c '" +
+      home_mounts + "'";
   auto result = run_process({"env", "CAPSA_CACHEDIR=" + (work / "cache"), "salloc", "--nodelist=n1", "-n", "1",
-                             image_option(), "/bin/sh", "-c", script},
+                             image_option(), "--no-container-mount-home", "/bin/sh", "-c", script},
                             "", 300);
   EXPECT_EQ(result.exit_code, 0) << result.out << result.err;
-  EXPECT_EQ(lines_of(result.out), (std::vector<std::string>{"shell-on-host", "step-in-image", "/opt"})) << result.err;
+  const auto lines = lines_of(result.out);
+  ASSERT_EQ(lines.size(), 5u) << result.out << result.err;
+  EXPECT_EQ(std::vector<std::string>(lines.begin(), lines.begin() + 4),
+            (std::vector<std::string>{"shell-on-host", "step-in-image", "0", "/opt"}))
+      << result.err;
+  EXPECT_NE(lines[4], "0") << result.out;
 }
 
 }  // namespace
