@@ -232,6 +232,18 @@ void apply_flags(ContainerRequest& request, const std::string& text) {
   }
 }
 
+std::string joined_mounts(const ContainerRequest& request) {
+  std::string text;
+  for (const auto& mount : request.mounts) text += (text.empty() ? "" : ",") + mount.bind_spec();
+  return text;
+}
+
+std::string joined_env_names(const ContainerRequest& request) {
+  std::string text;
+  for (const auto& name : request.env_names) text += (text.empty() ? "" : ",") + name;
+  return text;
+}
+
 std::string encode_words(const std::vector<std::string>& words) {
   std::string text;
   for (const auto& word : words) {

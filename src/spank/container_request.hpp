@@ -85,6 +85,12 @@ std::vector<std::string> instance_save_argv(const std::string& capsa, const std:
 // what it does not know.
 std::string encode_flags(const ContainerRequest& request);
 void apply_flags(ContainerRequest& request, const std::string& text);
+// Likewise Slurm hands slurmstepd only the last value of an option given more than once
+// (on one line, or inherited and given again): the lists as srun, sbatch or salloc
+// gathered them travel as CAPSA_SPANK_MOUNTS (--container-mounts' syntax) and
+// CAPSA_SPANK_ENV (--container-env's), "" for none, and replace the options' there.
+std::string joined_mounts(const ContainerRequest& request);
+std::string joined_env_names(const ContainerRequest& request);
 
 // The prefix travels to the task helper (capsa-spank-task) in one variable: the words
 // joined by newlines (no word may hold one: checked when the options are read).

@@ -40,6 +40,7 @@ extern "C" {
 #include <exception>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "spank/container_request.hpp"
@@ -304,11 +305,17 @@ int slurm_spank_init_post_opt(spank_t /*sp*/, int /*ac*/, char** /*av*/) {
     slurm_error("capsa: the --container-* options need --container-image or --container-name");
     return failed;
   }
-  // The on/off options as the command line left them, for slurmstepd (encode_flags).
-  if (spank_context() != S_CTX_REMOTE && state.option_seen &&
-      ::setenv("CAPSA_SPANK_FLAGS", capsa::spank::encode_flags(state.request).c_str(), 1) != 0) {
-    slurm_error("capsa: cannot set CAPSA_SPANK_FLAGS");
-    return failed;
+  // The options as the command line left them, for slurmstepd (encode_flags).
+  if (spank_context() != S_CTX_REMOTE && state.option_seen) {
+    const std::pair<const char*, std::string> outcome[] = {
+        {"CAPSA_SPANK_FLAGS", capsa::spank::encode_flags(state.request)},
+        {"CAPSA_SPANK_MOUNTS", capsa::spank::joined_mounts(state.request)},
+        {"CAPSA_SPANK_ENV", capsa::spank::joined_env_names(state.request)}};
+    for (const auto& [name, value] : outcome)
+      if (::setenv(name, value.c_str(), 1) != 0) {
+        slurm_error("capsa: cannot set %s", name);
+        return failed;
+      }
   }
   return ok;
 }
@@ -318,7 +325,20 @@ int slurm_spank_user_init(spank_t sp, int /*ac*/, char** /*av*/) {
   // A failure is told here (capsa's line, in the job's stderr) but returned by each task's
   // task_init: srun 22.05 exits 0 when user_init fails ("task launch failed"), and 1
   // when the tasks exit 1.
-  if (const auto flags = job_variable(sp, "CAPSA_SPANK_FLAGS")) capsa::spank::apply_flags(state.request, *flags);
+  // What srun, sbatch or salloc gathered (encode_flags, joined_mounts): Slurm hands over
+  // the last value of each option only, in its own order.
+  try {
+    if (const auto flags = job_variable(sp, "CAPSA_SPANK_FLAGS")) capsa::spank::apply_flags(state.request, *flags);
+    if (const auto mounts = job_variable(sp, "CAPSA_SPANK_MOUNTS"))
+      state.request.mounts =
+          mounts->empty() ? std::vector<capsa::spank::ContainerMount>{} : capsa::spank::parse_mounts(*mounts);
+    if (const auto names = job_variable(sp, "CAPSA_SPANK_ENV"))
+      state.request.env_names = names->empty() ? std::vector<std::string>{} : capsa::spank::parse_env_names(*names);
+  } catch (const std::exception& e) {
+    tell_user(std::string("capsa: error: ") + e.what());
+    state.start_failed = true;
+    return ok;
+  }
   state.start_failed = start_instance(sp) != ok;
   return ok;
 }

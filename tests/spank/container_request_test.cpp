@@ -179,6 +179,17 @@ TEST(Options, FlagsTravelAsTheCommandLineLeftThem) {
   EXPECT_FALSE(remote.entrypoint);
 }
 
+TEST(Options, ListsTravelAsTheCommandLinesGatheredThem) {
+  auto given = request_of({{"container-mounts", "/a:/a"},
+                           {"container-mounts", "/c:/d:ro"},
+                           {"container-env", "A"},
+                           {"container-env", "B"}});
+  EXPECT_EQ(joined_mounts(given), "/a:/a,/c:/d:ro");
+  EXPECT_EQ(joined_env_names(given), "A,B");
+  EXPECT_EQ(parse_mounts(joined_mounts(given)).size(), 2u);
+  EXPECT_EQ(joined_mounts(ContainerRequest{}), "");
+}
+
 TEST(CommandLines, TheEntrypointRunsTheImagesRunscript) {
   auto request = request_of({{"container-image", "/i.sif"}, {"container-entrypoint", nullptr}});
   EXPECT_EQ(task_exec_prefix("/bin/capsa", request, "spank-1.0"),

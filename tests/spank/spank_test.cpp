@@ -149,6 +149,24 @@ TEST_F(SpankPlugin, MountsAndWorkdir) {
   EXPECT_EQ(result.out, "/data\nfrom the host\nread-only\nin.txt\n") << result.err;
 }
 
+TEST_F(SpankPlugin, RepeatedAndInheritedMountsAllArrive) {
+  // Slurm hands slurmstepd the last value of an option only: two --container-mounts on
+  // one line, and one inherited from an allocation plus the srun line's, all apply.
+  for (const char* name : {"a", "b", "c"}) {
+    std::filesystem::create_directories(work / name);
+    work.write(std::string(name) + "/f", std::string(name) + "\n");
+  }
+  auto repeated = srun({"-n", "1", image_option(), "--container-mounts=" + (work / "a") + ":/a",
+                        "--container-mounts=" + (work / "b") + ":/b", "/bin/sh", "-c", "cat /a/f /b/f"});
+  EXPECT_EQ(repeated.exit_code, 0) << repeated.err;
+  EXPECT_EQ(repeated.out, "a\nb\n") << repeated.err;
+  auto inherited =
+      srun({"-n", "1", image_option(), "--container-mounts=" + (work / "c") + ":/c", "/bin/sh", "-c", "cat /a/f /c/f"},
+           {"SLURM_SPANK__SLURM_SPANK_OPTION_capsa_container_mounts=" + (work / "a") + ":/a"});
+  EXPECT_EQ(inherited.exit_code, 0) << inherited.err;
+  EXPECT_EQ(inherited.out, "a\nc\n") << inherited.err;
+}
+
 TEST_F(SpankPlugin, ContainerEnvPassesTheJobsValue) {
   // capsa withholds the host's LD_LIBRARY_PATH from a container; --container-env passes it.
   const std::vector<std::string> marker = {"LD_LIBRARY_PATH=/capsa-spank-marker"};
