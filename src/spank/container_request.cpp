@@ -116,8 +116,13 @@ void apply_option(ContainerRequest& request, const std::string& option, const ch
   if (option == "container-image") {
     request.image = capsa_image(require_value(option, value));
   } else if (option == "container-mounts") {
-    auto mounts = parse_mounts(require_value(option, value));
-    request.mounts.insert(request.mounts.end(), mounts.begin(), mounts.end());
+    // Options given to sbatch or salloc reach each srun of the job again through the
+    // environment (SLURM_SPANK__SLURM_SPANK_OPTION_capsa_*), and Slurm may hand one value
+    // over twice: an entry already there is not added again.
+    for (const auto& mount : parse_mounts(require_value(option, value)))
+      if (std::none_of(request.mounts.begin(), request.mounts.end(),
+                       [&](const ContainerMount& m) { return m.bind_spec() == mount.bind_spec(); }))
+        request.mounts.push_back(mount);
   } else if (option == "container-workdir") {
     request.workdir = require_value(option, value);
     if (request.workdir.front() != '/')
@@ -138,12 +143,21 @@ void apply_option(ContainerRequest& request, const std::string& option, const ch
   } else if (option == "no-container-remap-root") {
     request.remap_root = false;
   } else if (option == "container-env") {
-    auto names = parse_env_names(require_value(option, value));
-    request.env_names.insert(request.env_names.end(), names.begin(), names.end());
+    for (const auto& name : parse_env_names(require_value(option, value)))
+      if (std::find(request.env_names.begin(), request.env_names.end(), name) == request.env_names.end())
+        request.env_names.push_back(name);
   } else if (option == "container-mount-home") {
     request.mount_home = true;
   } else if (option == "no-container-mount-home") {
     request.mount_home = false;
+  } else if (option == "container-save") {
+    request.save_path = require_value(option, value);
+    if (request.save_path.back() == '/')
+      throw RequestError("--container-save: '" + request.save_path + "' names a directory: give the image file's path");
+  } else if (option == "container-entrypoint") {
+    request.entrypoint = true;
+  } else if (option == "no-container-entrypoint") {
+    request.entrypoint = false;
   } else {
     throw RequestError("--" + option + " is not an option of capsa's plugin");
   }
@@ -172,13 +186,62 @@ std::vector<std::string> instance_start_argv(const std::string& capsa, const Con
 
 std::vector<std::string> task_exec_prefix(const std::string& capsa, const ContainerRequest& request,
                                           const std::string& instance) {
-  std::vector<std::string> argv = {capsa, "exec"};
+  std::vector<std::string> argv = {capsa, request.entrypoint ? "run" : "exec"};
   if (!request.workdir.empty()) {
     argv.emplace_back("--pwd");
     argv.push_back(request.workdir);
   }
   argv.push_back("instance://" + instance);
   return argv;
+}
+
+std::string save_target(const std::string& path, const std::string& job_dir) {
+  if (path.front() == '/') return path;
+  if (job_dir.empty() || job_dir.front() != '/')
+    throw RequestError("--container-save: '" + path +
+                       "' is relative and the job has no working directory: give an absolute path");
+  return job_dir + (job_dir.back() == '/' ? "" : "/") + path;
+}
+
+std::vector<std::string> instance_save_argv(const std::string& capsa, const std::string& instance,
+                                            const std::string& file) {
+  return {capsa, "instance", "save", instance, file};
+}
+
+std::string encode_flags(const ContainerRequest& request) {
+  auto bit = [](bool on) { return on ? "1" : "0"; };
+  return std::string("writable=") + bit(request.writable) + ",remap-root=" + bit(request.remap_root) +
+         ",mount-home=" + bit(request.mount_home) + ",entrypoint=" + bit(request.entrypoint);
+}
+
+void apply_flags(ContainerRequest& request, const std::string& text) {
+  for (const auto& field : split(text, ',')) {
+    const auto equals = field.find('=');
+    if (equals == std::string::npos) continue;
+    const std::string name = field.substr(0, equals), value = field.substr(equals + 1);
+    if (value != "0" && value != "1") continue;
+    const bool on = value == "1";
+    if (name == "writable")
+      request.writable = on;
+    else if (name == "remap-root")
+      request.remap_root = on;
+    else if (name == "mount-home")
+      request.mount_home = on;
+    else if (name == "entrypoint")
+      request.entrypoint = on;
+  }
+}
+
+std::string joined_mounts(const ContainerRequest& request) {
+  std::string text;
+  for (const auto& mount : request.mounts) text += (text.empty() ? "" : ",") + mount.bind_spec();
+  return text;
+}
+
+std::string joined_env_names(const ContainerRequest& request) {
+  std::string text;
+  for (const auto& name : request.env_names) text += (text.empty() ? "" : ",") + name;
+  return text;
 }
 
 std::string encode_words(const std::vector<std::string>& words) {

@@ -32,6 +32,12 @@ struct ContainerRequest {
   bool remap_root = false;
   std::vector<std::string> env_names;  // variables whose job value overrides the image's
   bool mount_home = true;
+  // --container-save=PATH: the container's root is saved there as a SIF image once
+  // the step has succeeded on the node; a relative PATH is the job's directory's.
+  std::string save_path;
+  // --container-entrypoint: each task runs through the image's runscript (for a Docker
+  // image its ENTRYPOINT, the task's command as its arguments), `capsa run`, not `exec`.
+  bool entrypoint = false;
   bool wanted() const { return !image.empty() || !name.empty(); }
 };
 
@@ -57,9 +63,34 @@ std::vector<std::string> instance_start_argv(const std::string& capsa, const Con
                                              const std::string& image, const std::string& instance,
                                              const NamedState* named);
 
-// `capsa exec [--pwd DIR] instance://NAME`, to which each task's own argv is appended.
+// `capsa exec [--pwd DIR] instance://NAME` (`run` with --container-entrypoint), to which
+// each task's own argv is appended.
 std::vector<std::string> task_exec_prefix(const std::string& capsa, const ContainerRequest& request,
                                           const std::string& instance);
+
+// --container-save's file: `path` itself when absolute, else relative to `job_dir` (the
+// job's working directory, as pyxis reads it). Throws RequestError when there is none.
+std::string save_target(const std::string& path, const std::string& job_dir);
+
+// `capsa instance save NAME FILE`: the instance's root file system into FILE.
+std::vector<std::string> instance_save_argv(const std::string& capsa, const std::string& instance,
+                                            const std::string& file);
+
+// The on/off options (writable, remap-root, mount-home, entrypoint) as the command line
+// left them, "writable=0,remap-root=1,...". Slurm hands each option that was given to
+// slurmstepd once, in its own order, so that of `--no-container-mount-home
+// --container-mount-home` (or an inherited flag and the srun line's opposite) the last is
+// lost there; srun, sbatch and salloc put this in the job's environment
+// (CAPSA_SPANK_FLAGS) and slurmstepd applies it after the options. apply_flags ignores
+// what it does not know.
+std::string encode_flags(const ContainerRequest& request);
+void apply_flags(ContainerRequest& request, const std::string& text);
+// Likewise Slurm hands slurmstepd only the last value of an option given more than once
+// (on one line, or inherited and given again): the lists as srun, sbatch or salloc
+// gathered them travel as CAPSA_SPANK_MOUNTS (--container-mounts' syntax) and
+// CAPSA_SPANK_ENV (--container-env's), "" for none, and replace the options' there.
+std::string joined_mounts(const ContainerRequest& request);
+std::string joined_env_names(const ContainerRequest& request);
 
 // The prefix travels to the task helper (capsa-spank-task) in one variable: the words
 // joined by newlines (no word may hold one: checked when the options are read).

@@ -101,7 +101,9 @@ TEST(Options, BadValuesNameTheOption) {
   EXPECT_NE(refusal("container-name", "../x").find("--container-name"), std::string::npos);
   EXPECT_NE(refusal("container-name", ".hidden").find("--container-name"), std::string::npos);
   EXPECT_NE(refusal("container-workdir", "/a\nb").find("newline"), std::string::npos);
-  EXPECT_NE(refusal("container-save", "/x.sqsh").find("not an option"), std::string::npos);
+  EXPECT_NE(refusal("container-save", nullptr).find("--container-save needs a value"), std::string::npos);
+  EXPECT_NE(refusal("container-save", "/scratch/").find("--container-save"), std::string::npos);
+  EXPECT_NE(refusal("container-entrypoint-log", nullptr).find("not an option"), std::string::npos);
   EXPECT_EQ(refusal("container-name", "ok_name-1.2"), "");
 }
 
@@ -132,6 +134,75 @@ TEST(CommandLines, TheTaskJoinsTheInstanceWithItsOwnArgv) {
       task_argv(decoded, "hostname", {"-s", ""}),
       (std::vector<std::string>{"/bin/capsa", "exec", "--pwd", "/w d", "instance://spank-12.3", "hostname", "-s", ""}));
   EXPECT_THROW(encode_words({"a\nb"}), RequestError);
+}
+
+TEST(Options, SaveAndEntrypoint) {
+  auto request = request_of({{"container-image", "/i.sif"}, {"container-save", "out/x.sqsh"}});
+  EXPECT_EQ(request.save_path, "out/x.sqsh");
+  EXPECT_FALSE(request.entrypoint);  // pyxis' default
+  EXPECT_TRUE(request_of({{"container-entrypoint", nullptr}}).entrypoint);
+  EXPECT_FALSE(request_of({{"container-entrypoint", nullptr}, {"no-container-entrypoint", nullptr}}).entrypoint);
+}
+
+TEST(Options, ValuesInheritedTwiceAreNotDoubled) {
+  // sbatch's and salloc's options come back to each srun through the environment.
+  auto request = request_of({{"container-mounts", "/a:/b:ro"},
+                             {"container-mounts", "/a:/b:ro,/c"},
+                             {"container-env", "A,B"},
+                             {"container-env", "B"}});
+  EXPECT_EQ(request.mounts.size(), 2u);
+  EXPECT_EQ(request.env_names, (std::vector<std::string>{"A", "B"}));
+}
+
+TEST(Options, FlagsTravelAsTheCommandLineLeftThem) {
+  auto given = request_of({{"container-image", "/i.sif"},
+                           {"no-container-mount-home", nullptr},
+                           {"container-mount-home", nullptr},
+                           {"container-writable", nullptr},
+                           {"container-entrypoint", nullptr}});
+  const std::string flags = encode_flags(given);
+  EXPECT_EQ(flags, "writable=1,remap-root=0,mount-home=1,entrypoint=1");
+  // slurmstepd's order: the table's, not the command line's.
+  auto remote = request_of({{"container-image", "/i.sif"},
+                            {"container-writable", nullptr},
+                            {"container-mount-home", nullptr},
+                            {"no-container-mount-home", nullptr},
+                            {"container-entrypoint", nullptr}});
+  EXPECT_FALSE(remote.mount_home);
+  apply_flags(remote, flags);
+  EXPECT_TRUE(remote.mount_home);
+  EXPECT_TRUE(remote.writable);
+  EXPECT_TRUE(remote.entrypoint);
+  apply_flags(remote, "mount-home=x,bogus=1,writable,entrypoint=0");
+  EXPECT_TRUE(remote.mount_home);
+  EXPECT_TRUE(remote.writable);
+  EXPECT_FALSE(remote.entrypoint);
+}
+
+TEST(Options, ListsTravelAsTheCommandLinesGatheredThem) {
+  auto given = request_of({{"container-mounts", "/a:/a"},
+                           {"container-mounts", "/c:/d:ro"},
+                           {"container-env", "A"},
+                           {"container-env", "B"}});
+  EXPECT_EQ(joined_mounts(given), "/a:/a,/c:/d:ro");
+  EXPECT_EQ(joined_env_names(given), "A,B");
+  EXPECT_EQ(parse_mounts(joined_mounts(given)).size(), 2u);
+  EXPECT_EQ(joined_mounts(ContainerRequest{}), "");
+}
+
+TEST(CommandLines, TheEntrypointRunsTheImagesRunscript) {
+  auto request = request_of({{"container-image", "/i.sif"}, {"container-entrypoint", nullptr}});
+  EXPECT_EQ(task_exec_prefix("/bin/capsa", request, "spank-1.0"),
+            (std::vector<std::string>{"/bin/capsa", "run", "instance://spank-1.0"}));
+}
+
+TEST(CommandLines, SaveTargetIsTheJobsDirectorysWhenRelative) {
+  EXPECT_EQ(save_target("/s/x.sqsh", "/home/u"), "/s/x.sqsh");
+  EXPECT_EQ(save_target("x.sqsh", "/home/u"), "/home/u/x.sqsh");
+  EXPECT_EQ(save_target("d/x.sqsh", "/home/u/"), "/home/u/d/x.sqsh");
+  EXPECT_THROW(save_target("x.sqsh", ""), RequestError);
+  EXPECT_EQ(instance_save_argv("/bin/capsa", "spank-4.0", "/s/x.sqsh"),
+            (std::vector<std::string>{"/bin/capsa", "instance", "save", "spank-4.0", "/s/x.sqsh"}));
 }
 
 }  // namespace

@@ -149,6 +149,24 @@ TEST_F(SpankPlugin, MountsAndWorkdir) {
   EXPECT_EQ(result.out, "/data\nfrom the host\nread-only\nin.txt\n") << result.err;
 }
 
+TEST_F(SpankPlugin, RepeatedAndInheritedMountsAllArrive) {
+  // Slurm hands slurmstepd the last value of an option only: two --container-mounts on
+  // one line, and one inherited from an allocation plus the srun line's, all apply.
+  for (const char* name : {"a", "b", "c"}) {
+    std::filesystem::create_directories(work / name);
+    work.write(std::string(name) + "/f", std::string(name) + "\n");
+  }
+  auto repeated = srun({"-n", "1", image_option(), "--container-mounts=" + (work / "a") + ":/a",
+                        "--container-mounts=" + (work / "b") + ":/b", "/bin/sh", "-c", "cat /a/f /b/f"});
+  EXPECT_EQ(repeated.exit_code, 0) << repeated.err;
+  EXPECT_EQ(repeated.out, "a\nb\n") << repeated.err;
+  auto inherited =
+      srun({"-n", "1", image_option(), "--container-mounts=" + (work / "c") + ":/c", "/bin/sh", "-c", "cat /a/f /c/f"},
+           {"SLURM_SPANK__SLURM_SPANK_OPTION_capsa_container_mounts=" + (work / "a") + ":/a"});
+  EXPECT_EQ(inherited.exit_code, 0) << inherited.err;
+  EXPECT_EQ(inherited.out, "a\nc\n") << inherited.err;
+}
+
 TEST_F(SpankPlugin, ContainerEnvPassesTheJobsValue) {
   // capsa withholds the host's LD_LIBRARY_PATH from a container; --container-env passes it.
   const std::vector<std::string> marker = {"LD_LIBRARY_PATH=/capsa-spank-marker"};
@@ -165,6 +183,17 @@ TEST_F(SpankPlugin, ContainerEnvPassesTheJobsValue) {
   EXPECT_EQ(withheld.out.find("/capsa-spank-marker"), std::string::npos) << withheld.out;
 }
 
+TEST_F(SpankPlugin, ContainerEnvTakesLongValuesAndSkipsUnsetNames) {
+  // A value longer than a first 64 KiB buffer arrives whole; a name the job lacks is not
+  // set to "" inside.
+  const std::string long_value(100000, 'x');
+  auto result = srun({"-n", "1", image_option(), "--container-env=CAPSA_SPANK_LONG,CAPSA_SPANK_NOT_SET", "/bin/sh",
+                      "-c", "echo ${#CAPSA_SPANK_LONG} ${CAPSA_SPANK_NOT_SET-unset}"},
+                     {"CAPSA_SPANK_LONG=" + long_value});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.out, "100000 unset\n") << result.err;
+}
+
 TEST_F(SpankPlugin, HomeIsMountedUnlessRefused) {
   const std::string count = "grep -c \" $HOME \" /proc/self/mountinfo || true";
   auto mounted = srun({"-n", "1", image_option(), "/bin/sh", "-c", count});
@@ -173,6 +202,11 @@ TEST_F(SpankPlugin, HomeIsMountedUnlessRefused) {
   auto refused = srun({"-n", "1", image_option(), "--no-container-mount-home", "/bin/sh", "-c", count});
   EXPECT_EQ(refused.exit_code, 0) << refused.err;
   EXPECT_EQ(refused.out, "0\n") << refused.err;
+  // The last of the two flags wins, as in pyxis: --container-mount-home asks for it again.
+  auto asked =
+      srun({"-n", "1", image_option(), "--no-container-mount-home", "--container-mount-home", "/bin/sh", "-c", count});
+  EXPECT_EQ(asked.exit_code, 0) << asked.err;
+  EXPECT_NE(asked.out, "0\n") << asked.err;
 }
 
 TEST_F(SpankPlugin, RemapRootIsRootInside) {
@@ -236,6 +270,13 @@ TEST_F(SpankPlugin, BadOptionsAreRefusedBeforeTheJob) {
   auto alone = srun({"-n", "1", "--container-workdir=/tmp", "/bin/true"});
   EXPECT_NE(alone.exit_code, 0);
   EXPECT_NE(alone.err.find("need --container-image or --container-name"), std::string::npos) << alone.err;
+  // sbatch and salloc check them as srun does, before the job.
+  auto batch = run_process({"sbatch", "--nodelist=n1", "--container-save=/tmp/", "--wrap=true"});
+  EXPECT_NE(batch.exit_code, 0);
+  EXPECT_NE(batch.err.find("--container-save: '/tmp/' names a directory"), std::string::npos) << batch.err;
+  auto allocation = run_process({"salloc", "--nodelist=n1", "--container-mounts=/a:/b", "/bin/true"});
+  EXPECT_NE(allocation.exit_code, 0);
+  EXPECT_NE(allocation.err.find("need --container-image or --container-name"), std::string::npos) << allocation.err;
 }
 
 TEST_F(SpankPlugin, ScancelMidStepLeavesNoMountFuseServerOrLoopDevice) {
@@ -272,6 +313,130 @@ TEST_F(SpankPlugin, ScancelMidStepLeavesNoMountFuseServerOrLoopDevice) {
       << "loop devices: " << test::joined(test::loop_devices_backed_by(image))
       << "mounts: " << test::joined(test::mounts_naming(image))
       << "processes: " << test::joined(test::processes_with_environment(marker));
+}
+
+// Files a save left beside its target: its temporary names start with the target's.
+std::vector<std::string> leftovers_of(const std::string& dir, const std::string& name) {
+  std::vector<std::string> found;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const auto file = entry.path().filename().string();
+    if (file.starts_with(name) && file != name) found.push_back(entry.path());
+  }
+  return found;
+}
+
+TEST_F(SpankPlugin, ContainerSaveWritesTheContainersRootOnceTheStepSucceeded) {
+  // Two tasks write into the container's tmpfs layer; the node saves it once they have
+  // succeeded (a relative PATH is the job's directory's), and the image runs again, with
+  // `capsa exec` and as --container-image, root-only files of the image kept as root's.
+  const std::string write =
+      "echo saved-$SLURM_PROCID > /opt/mark-$SLURM_PROCID && { [ $SLURM_PROCID != 0 ] || rm /usr/local/bin/mpi_app; }";
+  // The user needs --container-remap-root to write into /opt and to save; root's own
+  // container keeps the image's owners as they are.
+  std::vector<std::string> args = {"-n", "2", image_option(), "--container-writable", "--container-save=saved.sif"};
+  if (::getuid() != 0) args.emplace_back("--container-remap-root");
+  args.insert(args.end(), {"/bin/sh", "-c", write});
+  auto saved = srun(args, {"PWD=" + work.path()});
+  ASSERT_EQ(saved.exit_code, 0) << saved.out << saved.err;
+  ASSERT_TRUE(std::filesystem::is_regular_file(work / "saved.sif")) << saved.err;
+  EXPECT_EQ(leftovers_of(work.path(), "saved.sif"), std::vector<std::string>{});
+  // The image's owners as they are recorded: root sees them as they are, the user with
+  // --fakeroot (subordinate ids for the others).
+  std::vector<std::string> exec = {test::capsa_binary(), "exec"};
+  if (::getuid() != 0) exec.emplace_back("--fakeroot");
+  exec.insert(exec.end(), {work / "saved.sif", "/bin/sh", "-c",
+                           "cat /opt/mark-0 /opt/mark-1; ls /usr/local/bin/mpi_app 2>/dev/null || echo removed; "
+                           "stat -c '%u %g %a' /etc/shadow; stat -c %u /opt/mark-0"});
+  auto again = run_process(exec);
+  EXPECT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(again.out, "saved-0\nsaved-1\nremoved\n0 42 640\n0\n") << again.err;
+  auto as_image = srun({"-n", "1", "--container-image=" + (work / "saved.sif"), "/bin/cat", "/opt/mark-1"});
+  EXPECT_EQ(as_image.exit_code, 0) << as_image.err;
+  EXPECT_EQ(as_image.out, "saved-1\n") << as_image.err;
+  // The unnamed container's layer went with its step.
+  auto fresh = srun({"-n", "1", image_option(), "/bin/sh", "-c", "ls /opt/mark-0 2>/dev/null || echo fresh"});
+  EXPECT_EQ(fresh.out, "fresh\n") << fresh.err;
+}
+
+TEST_F(SpankPlugin, ContainerSaveWritesNothingWhenATaskFails) {
+  const std::string target = work / "failed.sif";
+  auto failed = srun({"-n", "2", image_option(), "--container-writable", "--container-remap-root",
+                      "--container-save=" + target, "/bin/sh", "-c", "touch /opt/x; [ $SLURM_PROCID = 0 ] || exit 3"});
+  EXPECT_NE(failed.exit_code, 0) << failed.out << failed.err;
+  EXPECT_FALSE(std::filesystem::exists(target));
+  EXPECT_EQ(leftovers_of(work.path(), "failed.sif"), std::vector<std::string>{});
+  EXPECT_NE(failed.err.find("--container-save: " + target + " not written"), std::string::npos) << failed.err;
+  // A save that cannot be written says why, and leaves nothing.
+  auto unwritable = srun({"-n", "1", image_option(), "--container-remap-root",
+                          "--container-save=" + (work / "missing-dir/x.sif"), "/bin/true"});
+  EXPECT_NE(unwritable.err.find("instance save"), std::string::npos) << unwritable.err;
+  EXPECT_FALSE(std::filesystem::exists(work / "missing-dir"));
+  // A user's container without --container-remap-root cannot read all of its image.
+  if (::getuid() != 0) {
+    auto unmapped = srun({"-n", "1", image_option(), "--container-save=" + target, "/bin/true"});
+    EXPECT_NE(unmapped.err.find("--container-remap-root"), std::string::npos) << unmapped.err;
+    EXPECT_FALSE(std::filesystem::exists(target));
+    EXPECT_EQ(leftovers_of(work.path(), "failed.sif"), std::vector<std::string>{});
+  }
+}
+
+TEST_F(SpankPlugin, TheEntrypointRunsOnlyWhenAsked) {
+  // The test registry's noshell image: ENTRYPOINT ["/bin/echo", "entry:"]. As Docker and
+  // pyxis do, the task's command becomes the entrypoint's arguments.
+  const std::string image = "--container-image=" + test::test_registry().plain + "#public/noshell:latest";
+  auto with = srun({"-n", "2", image, "--container-entrypoint", "/bin/echo", "task"});
+  EXPECT_EQ(with.exit_code, 0) << with.err;
+  EXPECT_EQ(lines_of(with.out), std::vector<std::string>(2, "entry: /bin/echo task")) << with.err;
+  auto without = srun({"-n", "1", image, "/bin/echo", "task"});
+  EXPECT_EQ(without.exit_code, 0) << without.err;
+  EXPECT_EQ(without.out, "task\n") << without.err;
+  auto refused = srun({"-n", "1", image, "--container-entrypoint", "--no-container-entrypoint", "/bin/echo", "task"});
+  EXPECT_EQ(refused.out, "task\n") << refused.err;
+}
+
+TEST_F(SpankPlugin, SbatchRunsTheBatchScriptInTheContainer) {
+  // The option on sbatch's command line, and as #SBATCH in the script, as pyxis takes it.
+  const std::string body = "[ -x /usr/local/bin/mpi_app ] && [ -e /.singularity.d ] && echo batch-in-image\n";
+  const std::string line_script = work.write("line.sh", "#!/bin/sh\n" + body);
+  auto by_line = run_process(
+      {"sbatch", "--wait", "--nodelist=n1", "--output=" + (work / "line.out"), image_option(), line_script}, "", 300);
+  EXPECT_EQ(by_line.exit_code, 0) << by_line.out << by_line.err;
+  EXPECT_EQ(test::read_file(work / "line.out"), "batch-in-image\n");
+  const std::string directive_script = work.write("directive.sh", "#!/bin/sh\n#SBATCH " + image_option() + "\n" + body);
+  auto by_directive = run_process(
+      {"sbatch", "--wait", "--nodelist=n1", "--output=" + (work / "directive.out"), directive_script}, "", 300);
+  EXPECT_EQ(by_directive.exit_code, 0) << by_directive.out << by_directive.err;
+  EXPECT_EQ(test::read_file(work / "directive.out"), "batch-in-image\n");
+  // Without the option the script runs on the host, where mpi_app is not.
+  auto plain =
+      run_process({"sbatch", "--wait", "--nodelist=n1", "--output=" + (work / "plain.out"), line_script}, "", 300);
+  EXPECT_NE(plain.exit_code, 0);
+  EXPECT_EQ(test::read_file(work / "plain.out"), "");
+}
+
+TEST_F(SpankPlugin, SallocOptionsAreInheritedByEachSrunOfTheJob) {
+  // salloc's command runs on the host; its sruns run in the image, with the options of
+  // their own command line added.
+  // An inherited flag is overridden by its opposite on the srun line (slurmstepd gets both).
+  const std::string home_mounts = "grep -c \" $HOME \" /proc/self/mountinfo || true";
+  const std::string script =
+      "[ -e /usr/local/bin/mpi_app ] || echo shell-on-host; "
+      "srun -n 1 /bin/sh -c '[ -x /usr/local/bin/mpi_app ] && echo step-in-image; " +
+      home_mounts +
+      "'; "
+      "srun -n 1 --container-workdir=/opt /bin/pwd; "
+      "srun -n 1 --container-mount-home /bin/sh -c '" +
+      home_mounts + "'";
+  auto result = run_process({"env", "CAPSA_CACHEDIR=" + (work / "cache"), "salloc", "--nodelist=n1", "-n", "1",
+                             image_option(), "--no-container-mount-home", "/bin/sh", "-c", script},
+                            "", 300);
+  EXPECT_EQ(result.exit_code, 0) << result.out << result.err;
+  const auto lines = lines_of(result.out);
+  ASSERT_EQ(lines.size(), 5u) << result.out << result.err;
+  EXPECT_EQ(std::vector<std::string>(lines.begin(), lines.begin() + 4),
+            (std::vector<std::string>{"shell-on-host", "step-in-image", "0", "/opt"}))
+      << result.err;
+  EXPECT_NE(lines[4], "0") << result.out;
 }
 
 }  // namespace
