@@ -382,9 +382,11 @@ LibraryPushResult push_to_library(LibraryApi& api, const LibraryPushOptions& opt
   json existing = api.get(tags_path).value_or(json::object());
   if (per_arch) existing = existing.is_object() ? existing.value(result.architecture, json::object()) : json::object();
   for (const std::string& tag : options.target.tags) {
-    if (existing.is_object() && existing.contains(tag) && existing.at(tag) != image_id)
-      progress.note("tag " + tag + " of " + container_path + " (" + result.architecture +
-                    ") now names this image instead of another");
+    if (existing.is_object() && existing.contains(tag) && existing.at(tag) != image_id) {
+      std::string note = "tag ";
+      note.append(tag).append(" of ").append(container_path).append(" (").append(result.architecture);
+      progress.note(note.append(") now names this image instead of another"));
+    }
     json body = {{"Tag", tag}, {"ImageID", image_id}};
     if (per_arch) body["Arch"] = result.architecture;
     if (!api.post(tags_path, body))

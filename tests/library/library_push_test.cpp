@@ -69,7 +69,7 @@ class LibraryPush : public ::testing::Test {
   // busybox's SIF with 12 MiB of noise added to its object group (so that a signature
   // covers it): three parts of the server's 5 MiB.
   std::string make_big_image() {
-    const std::string sif = work / "big.sif";
+    std::string sif = work / "big.sif";
     fs::copy_file(small, sif);
     std::string payload(12 << 20, '\0');
     std::mt19937 random(7);
