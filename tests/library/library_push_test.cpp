@@ -52,7 +52,8 @@ class LibraryPush : public ::testing::Test {
     work.write("catalog.json",
                R"([{"path": "capsa/tests/box:1.0", "file": ")" + small + R"(", "mode": "normal", "arch": "amd64"}])");
     server = std::make_unique<test::Background>(
-        std::vector<std::string>{std::string(CAPSA_SOURCE_DIR) + "/tests/library/library_server.py",
+        std::vector<std::string>{"env", "LIBRARY_API_VERSION=" + api_version(),
+                                 std::string(CAPSA_SOURCE_DIR) + "/tests/library/library_server.py",
                                  work / "catalog.json", work / "ports", work / "token"},
         work / "server.err");
     ASSERT_TRUE(test::eventually([&] { return fs::exists(work / "ports"); }, 30))
@@ -65,6 +66,9 @@ class LibraryPush : public ::testing::Test {
     auto login = capsa({"remote", "login"}, std::string(kToken) + "\n");
     ASSERT_EQ(login.exit_code, 0) << login.err;
   }
+
+  // The Library API version the server announces.
+  virtual std::string api_version() const { return "2.0.0"; }
 
   // busybox's SIF with 12 MiB of noise added to its object group (so that a signature
   // covers it): three parts of the server's 5 MiB.
@@ -272,6 +276,25 @@ TEST_F(LibraryPush, SearchListsTheImagesItFinds) {
   EXPECT_NE(too_short.exit_code, 0);
   EXPECT_EQ(lines(too_short.err), 1) << too_short.err;
   EXPECT_NE(too_short.err.find("at least 3 characters"), std::string::npos) << too_short.err;
+}
+
+// A library older than API 2.0.0-alpha.1: no v2 upload, one tag for all architectures.
+class OldLibraryPush : public LibraryPush {
+ protected:
+  std::string api_version() const override { return "1.0.0"; }
+};
+
+TEST_F(OldLibraryPush, TakesTheFileInOneRequestAndTheV1Tag) {
+  auto pushed = capsa({"push", "-U", small, "library://capsa/tests/old:1.0"});
+  ASSERT_EQ(pushed.exit_code, 0) << pushed.err;
+  const std::string sent = requests();
+  EXPECT_EQ(count_lines(sent, "POST /v1/imagefile/", ""), 1) << sent;
+  EXPECT_EQ(count_lines(sent, "POST /v1/tags/", ""), 1) << sent;
+  EXPECT_EQ(sent.find("/v2/"), std::string::npos) << "nothing of API v2: " << sent;
+  EXPECT_EQ(tagged(), "capsa/tests/old:1.0 amd64\n");
+  auto pulled = capsa({"pull", "old.sif", "library://capsa/tests/old:1.0"});
+  ASSERT_EQ(pulled.exit_code, 0) << pulled.err;
+  EXPECT_EQ(sha256_hex_of(work / "out/old.sif"), sha256_hex_of(small));
 }
 
 }  // namespace

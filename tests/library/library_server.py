@@ -45,7 +45,7 @@ Failures on purpose, chosen by the names a test pushes to:
                            (one line per break in PORT_FILE.drops); the next one is taken
 Each part the blob store accepts is a line "part N" in PORT_FILE.stored.
 
-  library_server.py CATALOG PORT_FILE [TOKEN_FILE]
+  [LIBRARY_API_VERSION=1.0.0] library_server.py CATALOG PORT_FILE [TOKEN_FILE]
 With TOKEN_FILE, every /v1/ and /v2/ request must carry "Authorization: Bearer TOKEN" (the
 file's first line); others get 401. Without it, any token is accepted, but writes still
 need one. Requests that carried a token are counted in PORT_FILE.tokens (one line each,
@@ -76,6 +76,9 @@ required_token = None
 if len(sys.argv) > 3:
     with open(sys.argv[3]) as f:
         required_token = f.readline().strip()
+# LIBRARY_API_VERSION=1.0.0 plays a library older than the v2 upload and per-architecture
+# tags: it takes POST /v1/imagefile/ID with the whole file instead.
+api_version = os.environ.get("LIBRARY_API_VERSION", "2.0.0")
 store_dir = port_file + ".store"
 os.makedirs(store_dir, exist_ok=True)
 log_lock = threading.Lock()
@@ -216,7 +219,7 @@ class Library(Quiet):
         query = parse_qs(url.query)
         arch = query.get("arch", ["amd64"])[0]
         if url.path == "/version":
-            return self.answer_json(200, {"data": {"version": "1.0.0-capsa-test", "apiVersion": "2.0.0"}})
+            return self.answer_json(200, {"data": {"version": "1.0.0-capsa-test", "apiVersion": api_version}})
         if url.path == "/assets/config/config.json":
             base = "http://127.0.0.1:%d" % self.server.server_address[1]
             return self.answer_json(200, {"libraryAPI": {"uri": base}, "tokenAPI": {"uri": base}})
@@ -309,6 +312,8 @@ class Library(Quiet):
         body = self.read_body()
         if not self.authorized(url):
             return
+        if url.path.startswith("/v1/imagefile/"):
+            return self.upload_v1(url.path[len("/v1/imagefile/"):], body)
         try:
             request = json.loads(body or b"{}")
         except ValueError:
@@ -374,6 +379,19 @@ class Library(Quiet):
                 if url.path.startswith(prefix):
                     return self.set_tag(version, url.path[len(prefix):], request)
         return self.error(404, "no such endpoint")
+
+    def upload_v1(self, image_id, body):
+        """An old library's upload: the whole file in one POST, checked against the hash."""
+        with state:
+            image = pushed.get(image_id)
+            if image is None:
+                return self.error(404, "no such image")
+            path = os.path.join(store_dir, image_id + ".v1")
+            with open(path, "wb") as f:
+                f.write(body)
+            upload_id = new_id()
+            uploads[upload_id] = {"image": image_id, "parts": {1: (path, "")}, "size": len(body)}
+            return self.complete(image, upload_id, [1])
 
     def set_tag(self, version, container_id, request):
         container = containers.get(container_id)
