@@ -32,6 +32,8 @@ void add_build_command(CLI::App& app);
 // `buildcfg [KEY]`: the configured install folders (util/build_config.hpp).
 void add_buildcfg_command(CLI::App& app);
 void add_push_command(CLI::App& app);
+void add_delete_command(CLI::App& app);
+void add_search_command(CLI::App& app);
 void add_registry_command(CLI::App& app);
 // `remote add|remove|use|list|login|logout|status`: library endpoints (library/remotes.hpp).
 void add_remote_command(CLI::App& app);

@@ -40,7 +40,7 @@ void add_help_command(CLI::App& app) {
 // plainly instead of a parser error, so a job script fails with a message that explains
 // itself. The first group is planned; the second cannot mean anything for capsa.
 bool reject_unimplemented(const capsa::cli::Invocation& inv) {
-  static const std::vector<std::string> planned = {"keyserver", "search", "delete"};
+  static const std::vector<std::string> planned = {"keyserver"};
   static const std::vector<std::pair<std::string, std::string>> never = {
       {"capability", "capsa never gives containers capabilities through a setuid helper"},
       {"checkpoint", "capsa has no DMTCP checkpointing"},
@@ -89,6 +89,8 @@ int main(int argc, char** argv) {
   capsa::cli::add_build_command(app);
   capsa::cli::add_buildcfg_command(app);
   capsa::cli::add_push_command(app);
+  capsa::cli::add_delete_command(app);
+  capsa::cli::add_search_command(app);
   capsa::cli::add_registry_command(app);
   capsa::cli::add_remote_command(app);
   capsa::cli::add_overlay_command(app);

@@ -308,6 +308,10 @@ void HttpSession::configure(const HttpRequest& request, HeaderList& headers) {
     case HttpRequest::Method::kHead:
       curl_easy_setopt(easy, CURLOPT_NOBODY, 1L);
       break;
+    case HttpRequest::Method::kDelete:
+      curl_easy_setopt(easy, CURLOPT_CUSTOMREQUEST, "DELETE");
+      curl_easy_setopt(easy, CURLOPT_FOLLOWLOCATION, 0L);
+      break;
     case HttpRequest::Method::kPostForm:
       curl_easy_setopt(easy, CURLOPT_POSTFIELDS, request.form_body.c_str());
       curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.form_body.size()));

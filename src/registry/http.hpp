@@ -32,7 +32,8 @@ struct FileSlice {
 struct HttpRequest {
   // kPost, kPut and kPatch send `body`, or `body_file` when set; redirects are not
   // followed for them (an upload's Location is the client's to follow).
-  enum class Method { kGet, kHead, kPostForm, kPost, kPut, kPatch };
+  // kDelete sends no body (the Library API's DELETE /v1/images/...).
+  enum class Method { kGet, kHead, kPostForm, kPost, kPut, kPatch, kDelete };
   Method method = Method::kGet;
   std::string url;
   std::vector<std::string> headers;  // "Name: value"

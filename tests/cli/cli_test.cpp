@@ -247,9 +247,10 @@ TEST(Cli, UsageErrorsAreOneLineAndExitOne) {
 }
 
 TEST(Cli, CommandsNotYetImplementedSaySoInOneLine) {
-  auto result = run_process({test::capsa_binary(), "search", "lolcow"});
+  auto result = run_process({test::capsa_binary(), "keyserver", "list"});
   EXPECT_EQ(result.exit_code, 1);
-  EXPECT_EQ(result.err, "capsa: error: 'search' is not implemented in this version of capsa yet; see `capsa --help`\n");
+  EXPECT_EQ(result.err,
+            "capsa: error: 'keyserver' is not implemented in this version of capsa yet; see `capsa --help`\n");
 }
 
 TEST(Cli, RunSingularityNameRunsTheImage) {
