@@ -80,6 +80,10 @@ set_tests_properties(gridengine.start PROPERTIES FIXTURES_SETUP capsa_gridengine
 add_test(NAME gridengine.stop COMMAND "${CMAKE_SOURCE_DIR}/tests/gridengine/stop.sh" "${CAPSA_TEST_SGE_STATE_DIR}")
 set_tests_properties(gridengine.stop PROPERTIES FIXTURES_CLEANUP capsa_gridengine)
 
+# The keyserver suite's SKS listens on 127.0.0.1 at this port when run as root and at the
+# next one as the test user; two checkouts testing at once need different ones.
+set(CAPSA_TEST_KEYSERVER_PORT 11380 CACHE STRING "Port of the test keyserver (SKS) of tests/keyserver (and the next)")
+
 # The kernels the OLD_KERNEL suites also run as (tests/support/old_kernel.cpp): 4.18 in
 # CI; -DCAPSA_TEST_OLD_KERNELS="4.18;5.14" adds RHEL 9's, and "" none. The longer
 # OLD_KERNEL_EXTRA suites (build, pull, %post and --fakeroot runs) join them with

@@ -40,7 +40,7 @@ void add_help_command(CLI::App& app) {
 // plainly instead of a parser error, so a job script fails with a message that explains
 // itself. The first group is planned; the second cannot mean anything for capsa.
 bool reject_unimplemented(const capsa::cli::Invocation& inv) {
-  static const std::vector<std::string> planned = {"keyserver", "search", "delete", "buildcfg"};
+  static const std::vector<std::string> planned = {"search", "delete", "buildcfg"};
   static const std::vector<std::pair<std::string, std::string>> never = {
       {"capability", "capsa never gives containers capabilities through a setuid helper"},
       {"checkpoint", "capsa has no DMTCP checkpointing"},
@@ -90,6 +90,7 @@ int main(int argc, char** argv) {
   capsa::cli::add_push_command(app);
   capsa::cli::add_registry_command(app);
   capsa::cli::add_remote_command(app);
+  capsa::cli::add_keyserver_command(app);
   capsa::cli::add_overlay_command(app);
   capsa::cli::add_config_command(app);
   capsa::cli::add_sign_command(app);
