@@ -83,6 +83,9 @@ set_tests_properties(gridengine.stop PROPERTIES FIXTURES_CLEANUP capsa_gridengin
 # The signing suite's OCSP responders (`openssl ocsp`, started by the tests themselves) take
 # ports from this one to the ninth after it; two checkouts testing at once need different ones.
 set(CAPSA_TEST_OCSP_PORT 5210 CACHE STRING "First of the 10 ports of the signing suite's test OCSP responders")
+# The keyserver suite's SKS listens on 127.0.0.1 at this port when run as root and at the
+# next one as the test user; two checkouts testing at once need different ones.
+set(CAPSA_TEST_KEYSERVER_PORT 11380 CACHE STRING "Port of the test keyserver (SKS) of tests/keyserver (and the next)")
 
 # The kernels the OLD_KERNEL suites also run as (tests/support/old_kernel.cpp): 4.18 in
 # CI; -DCAPSA_TEST_OLD_KERNELS="4.18;5.14" adds RHEL 9's, and "" none. The longer

@@ -56,6 +56,7 @@ if [ "$set_name" = test ]; then
   packages="$packages libbz2-dev nettle-dev libassuan-dev libgpg-error-dev"
   packages="$packages debhelper lintian rpm"              # the packages (scripts/test-packages.sh)
   packages="$packages patchelf"                            # tests/gpu/make-kit.sh: capsa and its libraries for a GPU machine
+  packages="$packages sks"                                # a real OpenPGP keyserver for the keyserver client (tests/keyserver)
 fi
 
 missing=""

@@ -3,6 +3,7 @@
 // (--password-stdin) or a terminal prompt, never from the command line.
 #include <fcntl.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -13,16 +14,21 @@
 #include "cli/commands.hpp"
 #include "cli/passphrase.hpp"
 #include "cli/refused_flags.hpp"
+#include "keyserver/hkp_client.hpp"
+#include "keyserver/index_format.hpp"
+#include "keyserver/keyservers.hpp"
+#include "library/remotes.hpp"
 #include "signing/keyring.hpp"
 #include "signing/report.hpp"
 #include "util/error.hpp"
 #include "util/fd.hpp"
+#include "util/log.hpp"
 
 namespace capsa::cli {
 namespace {
 
 const RefusedFlag kGlobal{"-g,--global", false, "capsa keeps no global keyring; every user has their own"};
-const char* const kNoKeyServer = "capsa has no key server client; exchange key files with `key export` and `key import`";
+const char* const kNoPush = "push the key once it exists with `capsa key push FINGERPRINT`";
 
 // -d/--keysdir: as Apptainer's, the directory of the keyring to use.
 void add_keysdir(CLI::App& cmd, const std::shared_ptr<std::string>& dir) {
@@ -80,7 +86,7 @@ void add_newpair(CLI::App& key) {
   add_keysdir(*cmd, dir);
   add_refused_flags(*cmd, {{"-P,--password", true,
                             "a pass-phrase on the command line is visible to every user; use --password-stdin"},
-                           {"-U,--push", false, kNoKeyServer}});
+                           {"-U,--push", false, kNoPush}});
   cmd->callback([f, dir] {
     use_keysdir(*dir);
     std::string passphrase;
@@ -219,11 +225,109 @@ void add_remove(CLI::App& key) {
   });
 }
 
-void add_key_server_command(CLI::App& key, const char* name, const char* description) {
-  auto* cmd = key.add_subcommand(name, description);
-  cmd->allow_extras();
-  cmd->group("");
-  cmd->callback([name] { throw Error(std::string("'key ") + name + "' is not supported (" + kNoKeyServer + ")"); });
+// --url, else the active remote's keyservers (keyserver/keyservers.hpp).
+std::vector<keyserver::Target> keyservers(const std::string& url, keyserver::Operation operation) {
+  std::string warning;
+  auto targets = keyserver::targets_for(
+      library::Remotes::load(), url.empty() ? std::nullopt : std::optional<std::string>(url), operation, &warning);
+  if (!warning.empty()) log::warning(warning);
+  return targets;
+}
+
+// A fingerprint or key ID as given (0x optional): its upper-case hex digits. Error unless
+// it is 8, 16 or 40 of them.
+std::string key_digits(const std::string& given) {
+  std::string digits = given.starts_with("0x") || given.starts_with("0X") ? given.substr(2) : given;
+  for (char& c : digits) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (digits.find_first_not_of("0123456789ABCDEF") != std::string::npos ||
+      (digits.size() != 8 && digits.size() != 16 && digits.size() != 40))
+    throw Error("\"" + given + "\" is no key: give its fingerprint (40 hex digits) or key ID (8 or 16)");
+  return digits;
+}
+
+void add_search(CLI::App& key) {
+  struct Flags {
+    std::string term, url;
+    bool long_list = false;
+  };
+  auto f = std::make_shared<Flags>();
+  auto* cmd = key.add_subcommand("search", "Search a keyserver for keys matching a name, e-mail or fingerprint");
+  cmd->add_option("term", f->term, "What to look for (a fingerprint or key ID of 8+ hex digits, or words)")->required();
+  cmd->add_flag("-l,--long-list", f->long_list, "Show fingerprints, algorithms, dates and status");
+  cmd->add_option("-u,--url", f->url, "The keyserver to ask (default: the active remote's first)");
+  cmd->callback([f] {
+    std::string search = f->term;
+    // As Apptainer: 8 or more upper-case hex digits are a fingerprint or key ID.
+    if (search.size() >= 8 && search.find_first_not_of("0123456789ABCDEF") == std::string::npos) search = "0x" + search;
+    keyserver::HkpClient client(keyservers(f->url, keyserver::Operation::kSearch));
+    const std::string text = client.index(search);  // KeyNotFound says which keyserver had none
+    std::cout << keyserver::format_index(keyserver::parse_index(text), f->long_list);
+  });
+}
+
+void add_pull(CLI::App& key) {
+  struct Flags {
+    std::string fingerprint, url;
+  };
+  auto f = std::make_shared<Flags>();
+  auto dir = std::make_shared<std::string>();
+  auto* cmd = key.add_subcommand("pull", "Fetch a public key from a keyserver into the keyring");
+  cmd->add_option("fingerprint", f->fingerprint, "The key's fingerprint (40 hex digits) or key ID")->required();
+  cmd->add_option("-u,--url", f->url, "The keyserver to ask (default: the active remote's first)");
+  add_keysdir(*cmd, dir);
+  add_refused_flags(*cmd, {kGlobal});
+  cmd->callback([f, dir] {
+    use_keysdir(*dir);
+    const std::string digits = key_digits(f->fingerprint);
+    keyserver::HkpClient client(keyservers(f->url, keyserver::Operation::kPull));
+    const std::string armored = client.get("0x" + digits);
+    // The keyserver's answer is checked in a throw-away home first: only the key asked
+    // for reaches the keyring, whatever else the answer holds.
+    signing::GnupgHome staging = signing::GnupgHome::temporary();
+    try {
+      staging.import(armored);
+    } catch (const Error& e) {
+      throw Error("keyserver " + client.answered_by() + " sent no readable key for " + digits + ": " + e.what());
+    }
+    std::vector<std::string> matching;
+    for (const auto& held : staging.list(false))
+      if (held.fingerprint.ends_with(digits)) matching.push_back(held.fingerprint);
+    if (matching.empty())
+      throw Error("keyserver " + client.answered_by() + " answered with another key than " + digits +
+                  ": nothing imported");
+    if (matching.size() > 1)
+      throw Error("keyserver " + client.answered_by() + " has " + std::to_string(matching.size()) + " keys with ID " +
+                  digits + ": pull it by its full fingerprint");
+    signing::GnupgHome keyring = signing::open_user_keyring();
+    bool held = false;
+    for (const auto& k : keyring.list(false)) held = held || k.fingerprint == matching.front();
+    keyring.import(staging.export_public(matching.front(), false));
+    std::cout << (held ? 0 : 1) << " key(s) added to keyring of trust " << keyring.directory() << "\n";
+  });
+}
+
+void add_push(CLI::App& key) {
+  struct Flags {
+    std::string fingerprint, url;
+  };
+  auto f = std::make_shared<Flags>();
+  auto dir = std::make_shared<std::string>();
+  auto* cmd = key.add_subcommand("push", "Send a public key of the keyring to a keyserver");
+  cmd->add_option("fingerprint", f->fingerprint, "The key's fingerprint (40 hex digits) or key ID (16)")->required();
+  cmd->add_option("-u,--url", f->url, "The keyserver to send it to (default: the active remote's first)");
+  add_keysdir(*cmd, dir);
+  add_refused_flags(*cmd, {kGlobal});
+  cmd->callback([f, dir] {
+    use_keysdir(*dir);
+    const std::string digits = key_digits(f->fingerprint);
+    signing::GnupgHome keyring = signing::open_user_keyring();
+    const std::string fingerprint = choose_key(keyring.list(false), digits, false);
+    const std::string armored = keyring.export_public(fingerprint, true);
+    keyserver::HkpClient client(keyservers(f->url, keyserver::Operation::kPush));
+    const std::string answer = client.add(armored);
+    std::cout << "public key `" << f->fingerprint << "' pushed to server successfully\n";
+    if (!answer.empty()) log::info("Key server response: " + answer);
+  });
 }
 
 }  // namespace
@@ -231,16 +335,18 @@ void add_key_server_command(CLI::App& key, const char* name, const char* descrip
 void add_key_command(CLI::App& app) {
   auto* key = app.add_subcommand("key", "Manage the OpenPGP keys used to sign and verify images");
   key->require_subcommand(1);
-  key->footer("capsa's keyring is a GnuPG home of its own, ${CAPSA_KEYSDIR:-~/.capsa/keys}; verify also trusts "
-              "the keys in Apptainer's ~/.apptainer/keys/pgp-public. See docs/signing.md.");
+  key->footer(
+      "capsa's keyring is a GnuPG home of its own, ${CAPSA_KEYSDIR:-~/.capsa/keys}; verify also trusts "
+      "the keys in Apptainer's ~/.apptainer/keys/pgp-public. search, pull and push speak HKP to --url, else "
+      "to the active remote's first keyserver (capsa keyserver list). See docs/signing.md.");
   add_newpair(*key);
   add_list(*key);
   add_import(*key);
   add_export(*key);
   add_remove(*key);
-  add_key_server_command(*key, "search", "Search a key server (not supported)");
-  add_key_server_command(*key, "pull", "Fetch a key from a key server (not supported)");
-  add_key_server_command(*key, "push", "Send a key to a key server (not supported)");
+  add_search(*key);
+  add_pull(*key);
+  add_push(*key);
 }
 
 }  // namespace capsa::cli

@@ -19,6 +19,7 @@
 #include "registry/options.hpp"
 #include "util/error.hpp"
 #include "util/fd.hpp"
+#include "util/log.hpp"
 
 namespace capsa::cli {
 namespace {
@@ -293,14 +294,30 @@ void add_remote_command(CLI::App& app) {
   status_cmd->add_option("args", f->args, "NAME")->expected(0, 1);
   status_cmd->callback([f] { status(*f); });
 
-  for (const char* keyserver : {"add-keyserver", "remove-keyserver"}) {
-    auto* cmd = remote->add_subcommand(keyserver, "Not supported: capsa has no keyserver client");
-    cmd->allow_extras();
-    cmd->callback([keyserver] {
-      throw Error(std::string("'remote ") + keyserver +
-                  "' is not supported (capsa has no keyserver client; import keys with `capsa key import`)");
-    });
-  }
+  // The older names Apptainer keeps for `keyserver add|remove`: they say so and run them.
+  struct KeyserverFlags {
+    unsigned order = 0;
+    bool insecure = false;
+    std::vector<std::string> args;
+  };
+  auto ks = std::make_shared<KeyserverFlags>();
+  auto* add_ks = remote->add_subcommand("add-keyserver", "Add a keyserver (deprecated: use `keyserver add`)");
+  add_ks->add_option("args", ks->args, "[NAME] URI")->expected(1, 2)->required();
+  auto* order = add_ks->add_option("-o,--order", ks->order, "Its place in the remote's list (1: the primary)");
+  add_ks->add_flag("-i,--insecure", ks->insecure, "Do not check the keyserver's TLS certificate");
+  add_ks->callback([f, ks, order] {
+    log::warning(
+        "'remote add-keyserver' is deprecated and will be removed in a future release; running 'keyserver add'");
+    keyserver_add(f->config, ks->args, ks->order, order->count() > 0, ks->insecure);
+  });
+  auto* remove_ks =
+      remote->add_subcommand("remove-keyserver", "Remove a keyserver (deprecated: use `keyserver remove`)");
+  remove_ks->add_option("args", ks->args, "[NAME] URI")->expected(1, 2)->required();
+  remove_ks->callback([f, ks] {
+    log::warning(
+        "'remote remove-keyserver' is deprecated and will be removed in a future release; running 'keyserver remove'");
+    keyserver_remove(f->config, ks->args);
+  });
 }
 
 }  // namespace capsa::cli

@@ -5,12 +5,37 @@
 
 #include "cli/commands.hpp"
 #include "cli/refused_flags.hpp"
+#include "keyserver/hkp_client.hpp"
+#include "keyserver/keyservers.hpp"
+#include "library/remotes.hpp"
 #include "signing/report.hpp"
 #include "signing/verify.hpp"
 #include "util/error.hpp"
 #include "util/log.hpp"
 
 namespace capsa::cli {
+namespace {
+
+// Apptainer's verify without --local: a key no local keyring holds is asked of the
+// keyservers, in order, and used for this verification (it is not imported).
+std::function<std::optional<std::string>(const std::string&)> key_fetcher(const std::string& url) {
+  auto targets =
+      keyserver::targets_for(library::Remotes::load(), url.empty() ? std::nullopt : std::optional<std::string>(url),
+                             keyserver::Operation::kVerify, nullptr);
+  if (targets.empty()) return {};
+  return [targets](const std::string& fingerprint) -> std::optional<std::string> {
+    keyserver::HkpClient client(targets);
+    try {
+      std::string armored = client.get("0x" + fingerprint);
+      log::info("Key " + fingerprint + " fetched from keyserver " + client.answered_by());
+      return armored;
+    } catch (const keyserver::KeyNotFound&) {
+      return std::nullopt;
+    }
+  };
+}
+
+}  // namespace
 
 void add_verify_command(CLI::App& app) {
   struct Flags {
@@ -20,6 +45,7 @@ void add_verify_command(CLI::App& app) {
     std::string intermediates;
     std::string roots;
     bool ocsp = false;
+    std::string url;
     std::uint32_t group_id = 0;
     std::uint32_t sif_id = 0;
     bool all = false;
@@ -53,14 +79,15 @@ void add_verify_command(CLI::App& app) {
   cmd->add_flag("-a,--all", f->all, "With --legacy-insecure: verify every object on its own");
   cmd->add_flag("--legacy-insecure", f->legacy,
                 "Verify legacy signatures (Singularity < 3.6; they do not protect the header or descriptors)");
-  cmd->add_flag("-l,--local", f->local, "Only use keys from the local keyring (capsa never asks a key server)");
-  add_refused_flags(
-      *cmd, {{"-u,--url", true, "capsa does not fetch keys from a key server; import them with `capsa key import`"}});
+  cmd->add_flag("-l,--local", f->local, "Only use keys from the local keyring (ask no keyserver)");
+  cmd->add_option("-u,--url", f->url, "The keyserver to fetch missing keys from (default: the active remote's)");
   cmd->add_flag("-j,--json", f->json, "Print the result as JSON, as Apptainer does (nothing on failure)");
   cmd->footer(
       "OpenPGP signatures are checked against capsa's keyring (capsa key import) and Apptainer's "
-      "(~/.apptainer/keys/pgp-public); key-pair signatures against the PEM key given with --key, or the key "
-      "of the X.509 certificate given with --certificate (which wins over --key, as in Apptainer). "
+      "(~/.apptainer/keys/pgp-public); a signer's key found in neither is fetched from the keyservers "
+      "(--url, else the active remote's; not with --local) for this verification only; key-pair signatures against "
+      "the PEM key given with --key, or the key of the X.509 certificate given with --certificate (which wins over "
+      "--key, as in Apptainer). "
       "Exits non-zero with one line naming the object when a signature is missing or invalid, or a signed "
       "object, its descriptor or the header changed. See docs/signing.md.");
   cmd->callback([f, group, object, certificate, intermediates, roots, ocsp] {
@@ -86,6 +113,7 @@ void add_verify_command(CLI::App& app) {
       if (f->sif_id == 0) throw Error("--sif-id: objects are numbered from 1");
       options.object_id = f->sif_id;
     }
+    if (f->key.empty() && !options.certificate && !f->local) options.fetch_key = key_fetcher(f->url);
     options.all = f->all;
     options.legacy = f->legacy;
     if (options.certificate) {

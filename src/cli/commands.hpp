@@ -37,6 +37,12 @@ void add_search_command(CLI::App& app);
 void add_registry_command(CLI::App& app);
 // `remote add|remove|use|list|login|logout|status`: library endpoints (library/remotes.hpp).
 void add_remote_command(CLI::App& app);
+void add_keyserver_command(CLI::App& app);
+// `keyserver add|remove`, which `remote add-keyserver|remove-keyserver` run too. `config`:
+// the user's remote list ("" for the default); `args`: [NAME] URI.
+void keyserver_add(const std::string& config, const std::vector<std::string>& args, unsigned order, bool order_given,
+                   bool insecure);
+void keyserver_remove(const std::string& config, const std::vector<std::string>& args);
 // `config global` (and the refused `config fakeroot`): capsa.conf, cmd_config.cpp.
 void add_config_command(CLI::App& app);
 // `overlay create`: ext3 overlay images and SIF overlay partitions.

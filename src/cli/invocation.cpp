@@ -23,12 +23,12 @@ Invocation resolve_invocation(int argc, char** argv) {
 }
 
 void hide_secret_arguments(int argc, char** argv) {
-  // -p is --password only after `registry` (exec's -p is --pid, which has no value);
+  // -p is --password only after `registry` or `keyserver` (exec's -p is --pid, which has no value);
   // -P is `key newpair`'s --password (refused, but still in argv until hidden).
   bool registry = false, key = false;
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
-    if (arg == "registry") registry = true;
+    if (arg == "registry" || arg == "keyserver") registry = true;
     if (arg == "key") key = true;
     char* value = nullptr;
     for (std::string_view flag :

@@ -38,9 +38,8 @@ void add_help_command(CLI::App& app) {
 
 // Commands of Apptainer 1.4 (cmd/internal/cli) that this version does not have: say so
 // plainly instead of a parser error, so a job script fails with a message that explains
-// itself. The first group is planned; the second cannot mean anything for capsa.
+// itself. None of these can mean anything for capsa.
 bool reject_unimplemented(const capsa::cli::Invocation& inv) {
-  static const std::vector<std::string> planned = {"keyserver"};
   static const std::vector<std::pair<std::string, std::string>> never = {
       {"capability", "capsa never gives containers capabilities through a setuid helper"},
       {"checkpoint", "capsa has no DMTCP checkpointing"},
@@ -51,11 +50,6 @@ bool reject_unimplemented(const capsa::cli::Invocation& inv) {
   if (first >= inv.args.size()) return false;
   const std::string& command = inv.args[first];
   const char* name = inv.program_name.c_str();
-  if (std::find(planned.begin(), planned.end(), command) != planned.end()) {
-    std::fprintf(stderr, "%s: error: '%s' is not implemented in this version of capsa yet; see `%s --help`\n", name,
-                 command.c_str(), name);
-    return true;
-  }
   for (const auto& [refused, why] : never) {
     if (command != refused) continue;
     std::fprintf(stderr, "%s: error: '%s' is not supported (%s)\n", name, command.c_str(), why.c_str());
@@ -93,6 +87,7 @@ int main(int argc, char** argv) {
   capsa::cli::add_search_command(app);
   capsa::cli::add_registry_command(app);
   capsa::cli::add_remote_command(app);
+  capsa::cli::add_keyserver_command(app);
   capsa::cli::add_overlay_command(app);
   capsa::cli::add_config_command(app);
   capsa::cli::add_sign_command(app);

@@ -50,7 +50,21 @@ RemoteFile read_remote_file(const std::string& path) {
         remote.system = flag(r, "System");
         remote.exclusive = flag(r, "Exclusive");
         remote.insecure = flag(r, "Insecure");
+        if (const YAML::Node list = r["Keyservers"]; list && list.IsSequence()) {
+          for (const auto& k : list) {
+            if (!k["URI"]) throw Error("a keyserver of remote " + entry.first.as<std::string>() + " has no URI");
+            remote.keyservers.push_back(
+                {k["URI"].as<std::string>(), flag(k, "Skip"), flag(k, "External"), flag(k, "Insecure")});
+          }
+        }
         file.remotes[entry.first.as<std::string>()] = remote;
+      }
+    }
+    if (const YAML::Node list = root["Credentials"]; list && list.IsSequence()) {
+      for (const auto& c : list) {
+        if (!c["URI"]) throw Error("a credential has no URI");
+        file.credentials.push_back(
+            {c["URI"].as<std::string>(), c["Auth"] ? c["Auth"].as<std::string>() : "", flag(c, "Insecure")});
       }
     }
   } catch (const YAML::Exception& e) {
@@ -78,9 +92,27 @@ void write_remote_file(const std::string& path, const RemoteFile& file, unsigned
     out << YAML::Key << "System" << YAML::Value << remote.system;
     out << YAML::Key << "Exclusive" << YAML::Value << remote.exclusive;
     if (remote.insecure) out << YAML::Key << "Insecure" << YAML::Value << true;
+    if (!remote.keyservers.empty()) {
+      out << YAML::Key << "Keyservers" << YAML::Value << YAML::BeginSeq;
+      for (const auto& k : remote.keyservers)
+        out << YAML::BeginMap << YAML::Key << "URI" << YAML::Value << k.uri << YAML::Key << "Skip" << YAML::Value
+            << k.skip << YAML::Key << "External" << YAML::Value << k.external << YAML::Key << "Insecure" << YAML::Value
+            << k.insecure << YAML::EndMap;
+      out << YAML::EndSeq;
+    }
     out << YAML::EndMap;
   }
-  out << YAML::EndMap << YAML::EndMap;
+  out << YAML::EndMap;
+  if (!file.credentials.empty()) {
+    out << YAML::Key << "Credentials" << YAML::Value << YAML::BeginSeq;
+    for (const auto& c : file.credentials) {
+      out << YAML::BeginMap << YAML::Key << "URI" << YAML::Value << c.uri;
+      if (!c.auth.empty()) out << YAML::Key << "Auth" << YAML::Value << c.auth;
+      out << YAML::Key << "Insecure" << YAML::Value << c.insecure << YAML::EndMap;
+    }
+    out << YAML::EndSeq;
+  }
+  out << YAML::EndMap;
   const std::string text = std::string(out.c_str()) + "\n";
   AtomicFile atomic(path, mode);
   write_all(atomic.fd(), {reinterpret_cast<const std::uint8_t*>(text.data()), text.size()});
@@ -105,7 +137,9 @@ std::string system_remote_file() {
 }
 
 Remotes::Remotes(RemoteFile user, RemoteFile system)
-    : user_active_(std::move(user.active)), system_active_(std::move(system.active)) {
+    : credentials_(std::move(user.credentials)),
+      user_active_(std::move(user.active)),
+      system_active_(std::move(system.active)) {
   for (auto& [name, remote] : system.remotes) {
     remote.system = true;
     remote.token.clear();  // a token in the world-readable file is nobody's
@@ -113,7 +147,7 @@ Remotes::Remotes(RemoteFile user, RemoteFile system)
   }
   for (auto& [name, remote] : user.remotes) {
     if (auto it = merged_.find(name); it != merged_.end()) {
-      it->second.token = remote.token;  // the user's login to a system remote
+      it->second.token = remote.token;  // the user's login to a system remote; its keyservers are the system's
       continue;
     }
     remote.system = false;

@@ -289,8 +289,8 @@ void HttpSession::configure(const HttpRequest& request, HeaderList& headers) {
   curl_easy_setopt(easy, CURLOPT_REDIR_PROTOCOLS_STR, protocols);
   curl_easy_setopt(easy, CURLOPT_FOLLOWLOCATION, request.follow_redirects ? 1L : 0L);
   curl_easy_setopt(easy, CURLOPT_MAXREDIRS, 10L);
-  curl_easy_setopt(easy, CURLOPT_SSL_VERIFYPEER, 1L);
-  curl_easy_setopt(easy, CURLOPT_SSL_VERIFYHOST, 2L);
+  curl_easy_setopt(easy, CURLOPT_SSL_VERIFYPEER, options_.skip_tls_verify ? 0L : 1L);
+  curl_easy_setopt(easy, CURLOPT_SSL_VERIFYHOST, options_.skip_tls_verify ? 0L : 2L);
   use_system_ca_bundle(easy);
   if (!options_.ca_file.empty()) {
     curl_easy_setopt(easy, CURLOPT_SSL_CTX_FUNCTION, &add_extra_ca);

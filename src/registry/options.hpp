@@ -21,6 +21,9 @@ struct ClientOptions {
   bool insecure_http = false;
   // Extra PEM CA bundle trusted in addition to the system CAs (CAPSA_REGISTRY_CA).
   std::string ca_file;
+  // The server's TLS certificate is not checked: only for a keyserver an administrator
+  // added with `keyserver add --insecure`, as Apptainer allows.
+  bool skip_tls_verify = false;
   std::chrono::milliseconds connect_timeout{30'000};
   // A transfer slower than stall_bytes_per_second for stall_seconds is abandoned (and
   // retried): this is how a registry that stops sending is detected.

@@ -19,9 +19,9 @@ std::string pad(std::string text, std::size_t width) {
 std::string verification_report(const VerificationResult& result) {
   std::string out;
   for (const auto& signature : result.signatures) {
-    // capsa checks only keys the user holds, so every signer is "[LOCAL]" in Apptainer's terms.
-    const std::string prefix = pad("[LOCAL]", 18) + " ";
     for (const auto& signer : signature.signers) {
+      // A key held locally is "[LOCAL]"; one fetched from a keyserver "[REMOTE]", as Apptainer says.
+      const std::string prefix = pad(signer.remote ? "[REMOTE]" : "[LOCAL]", 18) + " ";
       if (!signer.certificate_subject.empty()) {
         out += prefix + "Signing certificate: " + signer.certificate_subject + "\n";
         out += prefix + "Signing key: " + signer.name + "\n";
@@ -66,7 +66,7 @@ std::string verification_json(const VerificationResult& result) {
       signer["Partition"] = std::string(sif::name_of(d.data_type));
       signer["Name"] = pgp ? signature.signers.front().name : "unknown";
       signer["Fingerprint"] = fingerprint;
-      signer["KeyLocal"] = pgp;
+      signer["KeyLocal"] = pgp && !signature.signers.front().remote;
       signer["KeyCheck"] = pgp;
       signer["DataCheck"] = true;
       keys.push_back({{"Signer", signer}});

@@ -213,6 +213,27 @@ class Verifier {
     return out;
   }
 
+  // Asks the keyservers for `key`; true when they had it and it is now trusted for this
+  // verification. A keyserver that cannot be reached fails the verification in one line.
+  bool fetch_into_trusted(const std::string& key, const std::string& sig_label) {
+    std::optional<std::string> armored;
+    try {
+      armored = options_.fetch_key(key);
+    } catch (const Error& e) {
+      fail(sig_label + " is signed by key " + key +
+           ", which is not in the keyring, and fetching it failed: " + e.what());
+    }
+    if (!armored) return false;
+    std::vector<std::string> imported;
+    try {
+      imported = trusted().import(*armored);
+    } catch (const Error& e) {
+      fail(sig_label + ": the keyservers' copy of key " + key + " cannot be read: " + e.what());
+    }
+    for (const auto& fingerprint : imported) remote_keys_.insert(fingerprint);
+    return std::find(imported.begin(), imported.end(), key) != imported.end();
+  }
+
   GnupgHome& trusted() {
     if (!trusted_)
       trusted_ = std::make_unique<GnupgHome>(options_.keyring_files ? public_keys_from(*options_.keyring_files)
@@ -244,23 +265,35 @@ class Verifier {
              std::string(options_.certificate ? "--certificate" : "--key") +
              ", with the signer's public key imported "
              "(capsa key import KEYFILE)");
-      ClearsignedMessage checked;
-      try {
-        checked = trusted().verify_clearsigned(data);
-      } catch (const UnknownKeyError& e) {
-        // GnuPG names the key by the ID in the signature, often only its last 16 digits.
-        const std::string recorded = fingerprint_hex(sig.signature().entity);
-        const std::string key = recorded.ends_with(e.key_id()) ? recorded : e.key_id();
-        if (options_.skip_untrusted) throw UntrustedSignature{key};
-        fail(sig_label + " is signed by key " + key +
-             ", which is not in the keyring (import the signer's public key with `capsa key import KEYFILE`)");
-      } catch (const Error& e) {
-        fail(sig_label + " is not valid: " + e.what());
-      }
       const std::string recorded = fingerprint_hex(sig.signature().entity);
+      ClearsignedMessage checked;
+      bool fetched = false;
+      for (;;) {
+        try {
+          checked = trusted().verify_clearsigned(data);
+          break;
+        } catch (const UnknownKeyError& e) {
+          // GnuPG names the key by the ID in the signature, often only its last 16 digits.
+          const std::string key = recorded.ends_with(e.key_id()) ? recorded : e.key_id();
+          if (options_.skip_untrusted) throw UntrustedSignature{key};
+          if (!fetched && options_.fetch_key && key == recorded) {
+            fetched = true;
+            if (fetch_into_trusted(key, sig_label)) continue;
+          }
+          std::string message = sig_label;
+          message += " is signed by key ";
+          message += key;
+          message += ", which is not in the keyring";
+          if (fetched) message += " nor on the keyservers";
+          message += " (import the signer's public key with `capsa key import KEYFILE`)";
+          fail(message);
+        } catch (const Error& e) {
+          fail(sig_label + " is not valid: " + e.what());
+        }
+      }
       if (checked.fingerprint != recorded)
         fail(sig_label + ": its descriptor names key " + recorded + " but key " + checked.fingerprint + " signed it");
-      verified.signers.push_back({checked.fingerprint, checked.name, ""});
+      verified.signers.push_back({checked.fingerprint, checked.name, "", remote_keys_.contains(checked.fingerprint)});
       message = checked.plaintext;
     } else {
       fail(sig_label + " is neither a PGP clear-signed message nor a DSSE envelope");
@@ -334,6 +367,7 @@ class Verifier {
   std::string key_source_ = "the key given with --key";
   std::string certificate_subject_;
   std::unique_ptr<GnupgHome> trusted_;
+  std::set<std::string> remote_keys_;  // fingerprints fetched from a keyserver
 };
 
 }  // namespace

@@ -7,6 +7,7 @@
 // unsigned images) is verify_image.
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -45,6 +46,10 @@ struct VerifyOptions {
   // the verification (Apptainer's ECL counts such signers as unvalidated); a group or
   // object left with no verified signature still fails.
   bool skip_untrusted = false;
+  // Asked for the armored public key of a signer (40 hex digits) that no trusted keyring
+  // holds: the keyservers' copy (Apptainer's verify without --local), or nullopt when none
+  // has it. The key counts for this verification only; it is not kept.
+  std::function<std::optional<std::string>(const std::string& fingerprint)> fetch_key;
 };
 
 enum class SignatureFormat { Pgp, Dsse, LegacyPgp };
@@ -56,6 +61,7 @@ struct Signer {
   std::string name;  // OpenPGP: the user ID's name; key pairs: "ED25519 key" and the like
   // A key from --certificate: the certificate's subject ("CN=Signer,O=Example").
   std::string certificate_subject;
+  bool remote = false;  // OpenPGP: the key came from a keyserver (VerifyOptions::fetch_key)
 };
 
 struct VerifiedSignature {

@@ -246,11 +246,11 @@ TEST(Cli, UsageErrorsAreOneLineAndExitOne) {
   EXPECT_EQ(global.err.find('\n'), global.err.size() - 1) << global.err;
 }
 
-TEST(Cli, CommandsNotYetImplementedSaySoInOneLine) {
-  auto result = run_process({test::capsa_binary(), "keyserver", "list"});
+TEST(Cli, CommandsThatCannotMeanAnythingHereSaySoInOneLine) {
+  auto result = run_process({test::capsa_binary(), "checkpoint", "list"});
   EXPECT_EQ(result.exit_code, 1);
-  EXPECT_EQ(result.err,
-            "capsa: error: 'keyserver' is not implemented in this version of capsa yet; see `capsa --help`\n");
+  EXPECT_EQ(result.err, "capsa: error: 'checkpoint' is not supported (capsa has no DMTCP checkpointing)\n");
+  EXPECT_TRUE(result.out.empty());
 }
 
 TEST(Cli, RunSingularityNameRunsTheImage) {

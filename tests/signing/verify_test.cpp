@@ -261,8 +261,9 @@ TEST(Verify, TheCommandFailsWithOneLineAndNoOutput) {
       {{"verify", sandbox.dir() / "missing.sif"}, "missing.sif: No such file or directory"},
       {{"verify", not_sif}, "not.sif: not a SIF image"},
       {{"verify", "--sif-id", "9", sif_fixture("images/one-group-signed-pgp.sif")}, "there is no object 9"},
-      {{"verify", "--url", "https://keys.example.org", sif_fixture("images/one-group-signed-pgp.sif")},
-       "--url is not supported"},
+      // A keyserver that cannot be reached is named (tests/keyserver asks a real one).
+      {{"verify", "--url", "http://127.0.0.1:1", sif_fixture("images/one-group-signed-pgp.sif")},
+       "fetching it failed: keyserver http://127.0.0.1:1 is unreachable"},
   };
   for (const auto& [args, phrase] : cases) {
     std::vector<std::string> argv = {test::capsa_binary()};
