@@ -1,13 +1,12 @@
 // `capsa instance start|run|list|stop|stats`: Apptainer's commands and flags
 // (cmd/internal/cli/instance_*_linux.go) over runtime/instance.hpp; `save` is capsa's
-// (runtime/instance_save.hpp, the SPANK plugin's --container-save).
+// own and capsa-full's (cmd_instance_save.cpp).
 #include <chrono>
 #include <memory>
 
 #include "cli/commands.hpp"
 #include "cli/env_flags.hpp"
 #include "runtime/instance.hpp"
-#include "runtime/instance_save.hpp"
 #include "util/error.hpp"
 
 namespace capsa::cli {
@@ -88,19 +87,6 @@ void add_stats(CLI::App& instance) {
   cmd->callback([flags] { runtime::print_instance_stats(flags->name, flags->json, flags->user); });
 }
 
-void add_save(CLI::App& instance) {
-  struct Flags {
-    std::string name, file;
-  };
-  auto flags = std::make_shared<Flags>();
-  auto* cmd = instance.add_subcommand(
-      "save",
-      "Save an instance's root file system (its image and what was written to it) as a squashfs image: save NAME FILE");
-  cmd->add_option("name", flags->name, "The instance")->required();
-  cmd->add_option("file", flags->file, "The image file to write (replaced when it exists)")->required();
-  cmd->callback([flags] { runtime::save_instance(flags->name, flags->file); });
-}
-
 }  // namespace
 
 void add_instance_command(CLI::App& app) {
@@ -118,7 +104,6 @@ void add_instance_command(CLI::App& app) {
   add_list(*cmd);
   add_stop(*cmd);
   add_stats(*cmd);
-  add_save(*cmd);
 }
 
 }  // namespace capsa::cli

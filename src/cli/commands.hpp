@@ -27,6 +27,8 @@ CLI::App* add_action(CLI::App& app, const std::string& name, const std::string& 
                      const std::vector<std::string>* args = nullptr, const ActionRunner& run = {});
 // `instance start|run|list|stop|stats`.
 void add_instance_command(CLI::App& app);
+// `instance save`, added to add_instance_command's `instance` (capsa-full only).
+void add_instance_save_command(CLI::App& app);
 void add_pull_command(CLI::App& app);
 void add_build_command(CLI::App& app);
 // `buildcfg [KEY]`: the configured install folders (util/build_config.hpp).

@@ -35,6 +35,8 @@ std::string local_action(const std::vector<std::string>& args) {
   const std::size_t first = global_flag_words(args);
   if (first >= args.size()) return "";
   const std::string& command = args[first];
+  // `instance save` writes an image: capsa-full's (cmd_instance_save.cpp).
+  if (command == "instance" && first + 1 < args.size() && args[first + 1] == "save") return "";
   return std::find(actions.begin(), actions.end(), command) != actions.end() ? command : "";
 }
 

@@ -94,6 +94,7 @@ int main(int argc, char** argv) {
   capsa::cli::add_verify_command(app);
   capsa::cli::add_key_command(app);
   capsa::cli::add_instance_command(app);
+  capsa::cli::add_instance_save_command(app);
   add_help_command(app);
   capsa::cli::add_completion_command(app);
   capsa::cli::add_man_pages_command(app);

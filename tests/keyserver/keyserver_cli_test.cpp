@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "sks_server.hpp"
+#include "support/isolated_capsa.hpp"
 #include "support/process.hpp"
 #include "support/temp_dir.hpp"
 #include "support/test_env.hpp"
@@ -41,20 +42,7 @@ class KeyserverCli : public ::testing::Test {
   // capsa with HOME (remote.yaml, the keyring) in the test's folder.
   ProcessResult capsa(const std::vector<std::string>& args, const std::string& input = "",
                       const std::string& home = "home") {
-    std::vector<std::string> argv = {"env",
-                                     "-u",
-                                     "APPTAINER_CONFIGDIR",
-                                     "-u",
-                                     "SINGULARITY_CONFIGDIR",
-                                     "-u",
-                                     "CAPSA_KEYSDIR",
-                                     "-u",
-                                     "APPTAINER_KEYSDIR",
-                                     "-u",
-                                     "SINGULARITY_KEYSDIR",
-                                     "HOME=" + (work / home),
-                                     test::capsa_binary()};
-    argv.insert(argv.end(), args.begin(), args.end());
+    const auto argv = test::isolated_capsa_argv({.home = work / home}, args);
     return test::run_process(argv, input, 120);
   }
 

@@ -16,6 +16,7 @@
 
 #include "oci/digest.hpp"
 #include "support/background.hpp"
+#include "support/isolated_capsa.hpp"
 #include "support/process.hpp"
 #include "support/temp_dir.hpp"
 #include "support/test_env.hpp"
@@ -86,23 +87,8 @@ class LibraryPush : public ::testing::Test {
 
   // capsa with HOME (remotes, keys) and the cache in the test's folder, run in out/.
   test::ProcessResult capsa(std::vector<std::string> args, const std::string& input = "") {
-    std::vector<std::string> argv = {"env",
-                                     "-u",
-                                     "APPTAINER_CONFIGDIR",
-                                     "-u",
-                                     "SINGULARITY_CONFIGDIR",
-                                     "-u",
-                                     "APPTAINER_LIBRARY",
-                                     "-u",
-                                     "SINGULARITY_LIBRARY",
-                                     "HOME=" + (work / "home"),
-                                     "CAPSA_CACHEDIR=" + (work / "cache"),
-                                     "sh",
-                                     "-c",
-                                     "cd \"$0\" && exec \"$@\"",
-                                     work / "out",
-                                     test::capsa_binary()};
-    argv.insert(argv.end(), args.begin(), args.end());
+    const auto argv =
+        test::isolated_capsa_argv({.home = work / "home", .cache = work / "cache", .directory = work / "out"}, args);
     auto result = run_process(argv, input, 300);
     EXPECT_EQ(result.out.find(kToken), std::string::npos) << "the token is never printed";
     EXPECT_EQ(result.err.find(kToken), std::string::npos) << "the token is never printed";

@@ -15,6 +15,7 @@
 
 #include "site_prefix.hpp"
 #include "support/background.hpp"
+#include "support/isolated_capsa.hpp"
 #include "support/process.hpp"
 #include "support/temp_dir.hpp"
 #include "support/test_env.hpp"
@@ -77,23 +78,8 @@ class Remote : public ::testing::Test {
   // capsa with HOME (so ~/.apptainer/remote.yaml) and the cache in the test's folder.
   test::ProcessResult capsa(std::vector<std::string> args, const std::string& input = "",
                             const std::string& binary = test::capsa_binary()) {
-    std::vector<std::string> argv = {"env",
-                                     "-u",
-                                     "APPTAINER_CONFIGDIR",
-                                     "-u",
-                                     "SINGULARITY_CONFIGDIR",
-                                     "-u",
-                                     "APPTAINER_LIBRARY",
-                                     "-u",
-                                     "SINGULARITY_LIBRARY",
-                                     "HOME=" + (work / "home"),
-                                     "CAPSA_CACHEDIR=" + (work / "cache"),
-                                     "sh",
-                                     "-c",
-                                     "cd \"$0\" && exec \"$@\"",
-                                     work / "out",
-                                     binary};
-    argv.insert(argv.end(), args.begin(), args.end());
+    const auto argv = test::isolated_capsa_argv(
+        {.home = work / "home", .cache = work / "cache", .directory = work / "out", .binary = binary}, args);
     return run_process(argv, input, 300);
   }
 

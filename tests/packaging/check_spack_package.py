@@ -62,7 +62,7 @@ if not any(name == "version" for name, _, _ in package.directives):
 # What the CMake build looks for, by the name Spack gives it.
 spack_name = {"OpenSSL": "openssl", "nlohmann_json": "nlohmann-json", "yaml-cpp": "yaml-cpp", "CLI11": "cli11",
               "LibArchive": "libarchive", "CURL": "curl", "libseccomp": "libseccomp", "libcap": "libcap",
-              "gpgme": "gpgme", "fuse3": "libfuse", "PkgConfig": "pkgconfig"}
+              "gpgme": "gpgme", "fuse3": "libfuse", "PkgConfig": "pkgconfig", "libzstd": "zstd"}
 cmake_text = ""
 for path in ("cmake/CapsaDependencies.cmake", "src/signing/CMakeLists.txt", "src/squashfs/CMakeLists.txt"):
     with open(f"{source}/{path}") as handle:

@@ -31,6 +31,7 @@ class Capsa(CMakePackage):
     depends_on("curl@7.88:")
     depends_on("gpgme")
     depends_on("libfuse@3:")
+    depends_on("zstd")
     # libsquashfs (squashfs-tools-ng) has no Spack package: configure finds the system's
     # through pkg-config (Debian: libsquashfs-dev; RHEL: squashfs-tools-ng-devel from EPEL).
 
