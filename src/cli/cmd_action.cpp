@@ -280,7 +280,7 @@ runtime::ActionRequest request_from(const std::string& action, const ActionFlags
   }
   try {
     runtime::check_site_image(site, r.image);
-    if (!r.image.starts_with("instance://")) check_execution_control(r.image);
+    if (!r.image.starts_with("instance://")) r.image_checked = check_execution_control(r.image);
   } catch (const Error&) {
     std::error_code ignored;
     if (!r.temporary_directory.empty()) std::filesystem::remove_all(r.temporary_directory, ignored);

@@ -6,10 +6,10 @@
 
 namespace capsa::cli {
 
-void check_execution_control(const std::string& image) {
+std::optional<FileIdentity> check_execution_control(const std::string& image) {
   const std::string path = ecl::ecl_file_path();
-  if (path.empty()) return;
-  ecl::enforce(ecl::read_ecl(path), image, signing::administrator_public_keyrings());
+  if (path.empty()) return std::nullopt;
+  return ecl::enforce(ecl::read_ecl(path), image, signing::administrator_public_keyrings());
 }
 
 }  // namespace capsa::cli

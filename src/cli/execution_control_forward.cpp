@@ -7,8 +7,9 @@
 
 namespace capsa::cli {
 
-void check_execution_control(const std::string&) {
+std::optional<FileIdentity> check_execution_control(const std::string&) {
   if (!ecl::ecl_file_path().empty()) forward_to_full();
+  return std::nullopt;
 }
 
 }  // namespace capsa::cli

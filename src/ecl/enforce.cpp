@@ -1,5 +1,7 @@
 #include "ecl/enforce.hpp"
 
+#include <fcntl.h>
+
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -11,6 +13,7 @@
 
 #include "sif/image.hpp"
 #include "signing/verify.hpp"
+#include "util/fd.hpp"
 
 namespace capsa::ecl {
 namespace {
@@ -47,8 +50,9 @@ std::vector<std::string> signed_all(const signing::VerificationResult& result) {
 
 class Judge {
  public:
-  Judge(const ExecutionControlList& list, const ExecGroup& group, std::string image)
-      : list_(list), group_(group), image_(std::move(image)) {}
+  // `image` names the image in messages; `read_from` is the open file it is judged by.
+  Judge(const ExecutionControlList& list, const ExecGroup& group, std::string image, std::string read_from)
+      : list_(list), group_(group), image_(std::move(image)), read_from_(std::move(read_from)) {}
 
   void blacklist() const {
     std::optional<sif::Image> sif = open_sif();
@@ -69,10 +73,10 @@ class Judge {
     options.legacy = list_.legacy;
     signing::VerificationResult result;
     try {
-      result = signing::verify_image(image_, options);
+      result = signing::verify_image(read_from_, options);
     } catch (const Error& e) {
       std::string reason = e.what();
-      if (reason.starts_with(image_ + ": ")) reason.erase(0, image_.size() + 2);
+      if (reason.starts_with(read_from_ + ": ")) reason.erase(0, read_from_.size() + 2);
       refuse("its signatures do not verify with the administrator's keys (global-pgp-public): " + reason);
     }
     const std::vector<std::string> signers = signed_all(result);
@@ -96,9 +100,9 @@ class Judge {
   // The image as a SIF, or nullopt for a sandbox directory or another kind of image.
   std::optional<sif::Image> open_sif() const {
     struct stat st {};
-    if (::stat(image_.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+    if (::stat(read_from_.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
     try {
-      return sif::Image::open(image_);
+      return sif::Image::open(read_from_);
     } catch (const FormatError&) {
       return std::nullopt;
     }
@@ -106,19 +110,21 @@ class Judge {
 
   std::string what_it_is() const {
     struct stat st {};
-    return ::stat(image_.c_str(), &st) == 0 && S_ISDIR(st.st_mode) ? "a sandbox directory" : "an image that is no SIF";
+    return ::stat(read_from_.c_str(), &st) == 0 && S_ISDIR(st.st_mode) ? "a sandbox directory"
+                                                                       : "an image that is no SIF";
   }
 
   const ExecutionControlList& list_;
   const ExecGroup& group_;
   std::string image_;
+  std::string read_from_;
 };
 
 }  // namespace
 
-void enforce(const ExecutionControlList& list, const std::string& image,
-             const std::vector<std::string>& keyring_files) {
-  if (!list.activated) return;
+std::optional<FileIdentity> enforce(const ExecutionControlList& list, const std::string& image,
+                                    const std::vector<std::string>& keyring_files) {
+  if (!list.activated) return std::nullopt;
   char buffer[PATH_MAX];
   if (::realpath(image.c_str(), buffer) == nullptr) throw_errno(image);
   const std::string resolved = buffer;
@@ -127,11 +133,16 @@ void enforce(const ExecutionControlList& list, const std::string& image,
   if (group == nullptr)
     throw ExecutionRefused(resolved + ": refused by the execution control list " + list.path +
                            ": no execgroup has dirpath " + directory + ", and none is without a dirpath");
-  Judge judge(list, *group, resolved);
+  const UniqueFd opened(::open(resolved.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!opened) throw_errno(resolved);
+  const std::optional<FileIdentity> identity = FileIdentity::of_descriptor(opened.get());
+  if (!identity) throw_errno(resolved);
+  Judge judge(list, *group, resolved, "/proc/self/fd/" + std::to_string(opened.get()));
   if (group->mode == Mode::blacklist)
     judge.blacklist();
   else
     judge.whitelist(keyring_files);
+  return identity;
 }
 
 }  // namespace capsa::ecl

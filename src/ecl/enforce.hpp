@@ -10,11 +10,13 @@
 // Where capsa is stricter than Apptainer, which checks SIF files only: a sandbox
 // directory or a bare squashfs/ext3 image carries no signature, so a whitelist or
 // whitestrict group refuses it (a blacklist group lets it run).
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "ecl/ecl_file.hpp"
 #include "util/error.hpp"
+#include "util/file_identity.hpp"
 
 namespace capsa::ecl {
 
@@ -27,6 +29,10 @@ class ExecutionRefused : public Error {
 
 // Throws ExecutionRefused when `list` forbids running `image` (a path: SIF, sandbox or
 // other image); `keyring_files` are the OpenPGP key lists signatures are checked against.
-void enforce(const ExecutionControlList& list, const std::string& image, const std::vector<std::string>& keyring_files);
+// The image is opened once and judged through that open file; returns its identity, which
+// the run must find again in the file it mounts (a file renamed over the path after the
+// check is refused there), or nullopt when the list is not activated.
+std::optional<FileIdentity> enforce(const ExecutionControlList& list, const std::string& image,
+                                    const std::vector<std::string>& keyring_files);
 
 }  // namespace capsa::ecl

@@ -29,7 +29,8 @@ namespace {
 constexpr unsigned long kImageMountFlags = MS_RDONLY | MS_NOSUID | MS_NODEV;
 
 void mount_with_loop_device(const SquashfsLocation& image, const std::string& target) {
-  UniqueFd backing = open_file(image.file, O_RDONLY);
+  UniqueFd backing = image.fd >= 0 ? open_file("/proc/self/fd/" + std::to_string(image.fd), O_RDONLY | O_CLOEXEC)
+                                   : open_file(image.file, O_RDONLY);
   LoopDevice loop = attach_read_only_loop(backing.get(), image.file, image.offset, image.size);
   // On failure nothing needs undoing: closing the last descriptor auto-clears the device.
   if (::mount(loop.path.c_str(), target.c_str(), "squashfs", kImageMountFlags, nullptr) != 0)

@@ -30,6 +30,9 @@ struct SquashfsLocation {
   // The image as the run-time checks opened it (squashfs::Reader::image()), if they did:
   // capsa's FUSE server then serves it without opening and checking it again.
   std::shared_ptr<const squashfs::Image> opened{};
+  // The file as the run-time checks opened it, or -1: a loop device is attached to this
+  // very file, not to whatever the path names by then (execution control judged it).
+  int fd = -1;
 };
 
 enum class MountDriver {

@@ -39,7 +39,9 @@ bool keepable(const ActionRequest& r) {
          !r.userns && !r.unsquash && r.temporary_directory.empty() && !r.namespaces.any() &&
          r.namespaces.netns_path.empty() && r.networks.empty() && r.dns.empty() && !r.capabilities.any() &&
          r.seccomp_profile.empty() && r.cdi_devices.empty() && !r.nvccli && !r.no_umask && r.app.empty() &&
-         !r.cgroups.any() && r.fusemounts.empty() && !r.sharens && r.end_with == 0;
+         !r.cgroups.any() && r.fusemounts.empty() && !r.sharens && r.end_with == 0 &&
+         // Under execution control each run mounts the very file that was judged.
+         !r.image_checked;
 }
 
 // The environment variables that shape a root: capsa's own switches, PATH (where --nv

@@ -51,6 +51,7 @@
 #include "squashfs/reader.hpp"
 #include "util/error.hpp"
 #include "util/fd.hpp"
+#include "util/file_identity.hpp"
 #include "util/log.hpp"
 #include "util/run_program.hpp"
 #include "util/start_phases.hpp"
@@ -106,6 +107,7 @@ OpenedSquashfs open_squashfs(const std::string& path) {
                       std::string(sif::name_of(primary->partition().fs_type)) +
                       ", not squashfs: capsa runs squashfs images");
   SquashfsLocation location{path, static_cast<std::uint64_t>(primary->offset), static_cast<std::uint64_t>(primary->size)};
+  location.fd = image.fd();
   // A damaged partition is found here, in one line, rather than as a mount failure (root)
   // or a FUSE server that dies (unprivileged). The root directory is read too: it is
   // what the container needs first, and a cheap check of the tables behind it.
@@ -324,6 +326,14 @@ void launch(const ActionRequest& r) {
   const bool sandbox = S_ISDIR(st.st_mode);
   std::optional<OpenedSquashfs> sif;
   if (!sandbox) sif = open_squashfs(image);
+  // Execution control judged one file: this run mounts that file, through the descriptor
+  // opened here (image_mount.cpp), or nothing.
+  if (r.image_checked) {
+    const std::optional<FileIdentity> opened =
+        sandbox ? std::optional<FileIdentity>(FileIdentity::of(st)) : FileIdentity::of_descriptor(sif->image.fd());
+    if (!opened || !(*opened == *r.image_checked))
+      throw Error(r.image + " changed after execution control checked it: nothing was run (run the command again)");
+  }
   bool writable_tmpfs = r.writable_tmpfs;
   if (r.writable && writable_tmpfs) {
     log::warning("Disabling --writable-tmpfs flag, mutually exclusive with --writable");  // Apptainer's words

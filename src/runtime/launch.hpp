@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "runtime/overlay_spec.hpp"
 #include "runtime/private_namespaces.hpp"
 #include "runtime/site_options.hpp"
+#include "util/file_identity.hpp"
 
 namespace capsa::runtime {
 
@@ -64,6 +66,8 @@ struct ActionRequest {
   pid_t end_with = 0;                    // an instance that ends with this process (--sharens' parent)
   CgroupFlags cgroups;                   // --apply-cgroups and the limit flags (--memory, --cpus...)
   SiteOptions site;                      // from the administrator's configuration (site_policy.hpp)
+  // The file execution control judged (ecl/enforce.hpp): the run mounts that file or none.
+  std::optional<FileIdentity> image_checked;
 };
 
 // The command's environment as launch composes it (environment.hpp, plus the GPU

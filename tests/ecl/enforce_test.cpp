@@ -2,10 +2,13 @@
 // by the "Unit Test" OpenPGP key, whose public key is the administrator's keyring here).
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <filesystem>
 
 #include "ecl/enforce.hpp"
 #include "keyring_sandbox.hpp"
+#include "runtime/launch.hpp"
 #include "support/temp_dir.hpp"
 #include "support/test_env.hpp"
 
@@ -166,6 +169,36 @@ TEST_F(EclEnforce, SandboxesCarryNoSignature) {
                 "/images) of /site/etc/capsa/ecl.toml: a sandbox directory carries no signature, and only SIF "
                 "images signed by its keys may run");
   EXPECT_EQ(refusal(list_of({group(Mode::blacklist, {kUpstreamPgpFingerprint})}), sandbox), "");
+}
+
+// The list judges one open file and says which (device, inode, size, ctime); a run then
+// mounts that very file or nothing: a file renamed over the path after the check, or one
+// written to since, is refused before anything is mounted.
+TEST_F(EclEnforce, ARunMountsTheVeryFileThatWasJudged) {
+  auto list = list_of({group(Mode::whitelist, {kUpstreamPgpFingerprint})});
+  const std::string path = image("one-group-signed-pgp.sif");
+  const std::optional<FileIdentity> judged = enforce(list, path, keyrings_);
+  ASSERT_TRUE(judged);
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_TRUE(*judged == FileIdentity::of(st));
+  EXPECT_FALSE(enforce(ExecutionControlList{}, path, keyrings_)) << "no list in force: nothing to hold the run to";
+
+  // The unsigned image renamed over the judged path.
+  const std::string swapped = image("one-group.sif", "elsewhere");
+  fs::rename(swapped, path);
+  runtime::ActionRequest r;
+  r.action = "exec";
+  r.image = path;
+  r.args = {"/bin/true"};
+  r.image_checked = judged;
+  try {
+    runtime::launch(r);
+    FAIL() << "launch returned";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              path + " changed after execution control checked it: nothing was run (run the command again)");
+  }
 }
 
 }  // namespace
