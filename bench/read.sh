@@ -28,6 +28,9 @@ drivers=${CAPSA_BENCH_DRIVERS:-kernel builtin squashfuse}
 
 . "$root/bench/lib.sh"
 bench_preflight read.sh "drop_caches, loop devices"
+# Every run mounts the image afresh: a run within the linger of the one before would join
+# its kept image (runtime/kept_image.hpp), and with it that server's block cache.
+export CAPSA_KEEP_IMAGE_SECONDS=0
 
 bench_workdir read
 
