@@ -26,7 +26,12 @@ fi
 if [ "$what" = run ]; then
   # shellcheck disable=SC2086
   cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release -DCAPSA_BUILD_TESTS=OFF $launcher >/dev/null
-  cmake --build build/release -j "$jobs" --target capsa capsa-full capsa-completion-and-man
+  # The Slurm plugin is installed with the rest when Slurm's headers were found
+  # (src/spank): build it too, or `cmake --install` finds nothing to copy.
+  spank=""
+  if cmake --build build/release --target help | grep -q "capsa_spank"; then spank="capsa_spank capsa-spank-task"; fi
+  # shellcheck disable=SC2086
+  cmake --build build/release -j "$jobs" --target capsa capsa-full capsa-completion-and-man $spank
   exit 0
 fi
 static_curl=$("$root/scripts/build-static-curl.sh")
