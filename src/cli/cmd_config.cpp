@@ -6,6 +6,7 @@
 #include <pwd.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -37,8 +38,12 @@ std::string subid_path(const char* variable, const char* standard) {
 
 config::SubidUser subid_user(const std::string& name_or_uid) {
   const struct passwd* pw = ::getpwnam(name_or_uid.c_str());
-  if (pw == nullptr && !name_or_uid.empty() && name_or_uid.find_first_not_of("0123456789") == std::string::npos)
-    pw = ::getpwuid(static_cast<uid_t>(std::stoul(name_or_uid)));
+  uid_t uid = 0;
+  const char* end = name_or_uid.data() + name_or_uid.size();
+  // A number too large for a uid is no user, not an internal error.
+  if (pw == nullptr && !name_or_uid.empty() &&
+      std::from_chars(name_or_uid.data(), end, uid) == std::from_chars_result{end, std::errc{}})
+    pw = ::getpwuid(uid);
   if (pw == nullptr) throw Error("config fakeroot: no user " + name_or_uid + " on this system");
   return {pw->pw_name, pw->pw_uid};
 }

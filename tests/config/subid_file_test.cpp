@@ -128,6 +128,9 @@ TEST_F(ConfigFakeroot, BadRequestsChangeNothing) {
   auto unknown = capsa({"--add", "no-such-user-capsa"});
   EXPECT_EQ(unknown.exit_code, 1);
   EXPECT_EQ(unknown.err, "capsa: error: config fakeroot: no user no-such-user-capsa on this system\n");
+  auto huge = capsa({"--add", "99999999999999999999999"});
+  EXPECT_EQ(huge.exit_code, 1);
+  EXPECT_EQ(huge.err, "capsa: error: config fakeroot: no user 99999999999999999999999 on this system\n");
   EXPECT_EQ(test::read_file(subuid), "bob:100000:65536\n");
   EXPECT_EQ(test::read_file(subgid), "bob:100000:65536\n");
 }
