@@ -50,19 +50,14 @@ std::string current_directory() {
   return ::getcwd(buf, sizeof buf) ? std::string(buf) : std::string("/");
 }
 
-// What a command joining instance `record` gets: the instance's image and home, its name.
+// What a command joining instance `record` gets: what any container gets, with the
+// instance's image and home in place of the caller's (a join adds no binds of its own),
+// and the instance's name.
 ComposedEnvironment instance_environment(const InstanceRecord& record, const ActionRequest& r) {
-  EnvRequest env_request;
-  env_request.host = current_environment();
-  env_request.clean = r.cleanenv;
-  env_request.env_args = r.env_args;
-  env_request.env_files = r.env_files;
-  env_request.home = record.home;
-  env_request.image_path = record.image;
-  env_request.command = r.action;
-  if (!r.shell.empty()) env_request.host["APPTAINER_SHELL"] = r.shell;
-  ComposedEnvironment env = compose_environment(env_request);
-  if (!r.shell.empty()) env.process["APPTAINER_SHELL"] = env.process["SINGULARITY_SHELL"] = r.shell;
+  ActionRequest joining = r;
+  joining.image = record.image;
+  joining.binds.clear();
+  ComposedEnvironment env = compose_container_environment(joining, current_environment(), record.home);
   env.process["APPTAINER_INSTANCE"] = env.process["SINGULARITY_INSTANCE"] = record.name;
   return env;
 }

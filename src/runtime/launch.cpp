@@ -327,7 +327,9 @@ void launch(const ActionRequest& r) {
   std::optional<OpenedSquashfs> sif;
   if (!sandbox) sif = open_squashfs(image);
   // Execution control judged one file: this run mounts that file, through the descriptor
-  // opened here (image_mount.cpp), or nothing.
+  // opened here (image_mount.cpp), or nothing. A sandbox is compared by a path stat: no
+  // list admits a sandbox by its signature, so one swapped for another is admitted alike,
+  // and a SIF swapped in for it differs in identity.
   if (r.image_checked) {
     const std::optional<FileIdentity> opened =
         sandbox ? std::optional<FileIdentity>(FileIdentity::of(st)) : FileIdentity::of_descriptor(sif->image.fd());
