@@ -29,6 +29,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "squashfs/block_cache.hpp"
 #include "squashfs/directory_entries.hpp"
 #include "squashfs/image.hpp"
 #include "squashfs/request_stats.hpp"
@@ -50,6 +51,9 @@ constexpr double kCacheTimeout = 365.0 * 24 * 3600;
 // blocks, 64 MiB at most). Every unprivileged container has its own server, and a node
 // may run one per core: the cache is per container, so it stays small.
 constexpr std::size_t kCachedBlocks = 64;
+// Block buffers kept for reuse (block_cache.hpp): enough for the blocks of the requests
+// in flight at once.
+constexpr std::size_t kIdleBlockBuffers = 16;
 // Decoded inodes and directory listings kept; beyond these the tables start over
 // (cheap to rebuild, and a bound is what matters for an image with millions of files).
 constexpr std::size_t kMaxCachedInodes = 1u << 18;
@@ -125,47 +129,12 @@ struct Entry {
 };
 using Listing = std::vector<Entry>;  // sorted by name, as squashfs stores directories
 using ListingRef = std::shared_ptr<const Listing>;
-using Block = std::shared_ptr<const std::vector<std::uint8_t>>;
 // Part of a read: bytes inside a decompressed block, which the reference keeps alive
 // until the reply has been written (replies go out straight from the cache, no copy).
 struct Piece {
   Block block;
   const std::uint8_t* data;
   std::size_t length;
-};
-
-// The decompressed-block cache: least recently used blocks go first once the byte
-// budget is spent. Keyed by the block's position in the image, which is unique for
-// data blocks and fragment blocks alike.
-class BlockCache {
- public:
-  void set_budget(std::size_t budget) { budget_ = budget; }
-  Block find(std::uint64_t key) {
-    std::lock_guard lock(mutex_);
-    auto it = index_.find(key);
-    if (it == index_.end()) return nullptr;
-    order_.splice(order_.begin(), order_, it->second);
-    return it->second->second;
-  }
-  void insert(std::uint64_t key, const Block& block) {
-    std::lock_guard lock(mutex_);
-    if (index_.count(key) != 0) return;  // another thread decoded it meanwhile
-    order_.emplace_front(key, block);
-    index_[key] = order_.begin();
-    used_ += block->size();
-    while (used_ > budget_ && order_.size() > 1) {
-      used_ -= order_.back().second->size();
-      index_.erase(order_.back().first);
-      order_.pop_back();
-    }
-  }
-
- private:
-  std::mutex mutex_;
-  std::size_t budget_ = 0;
-  std::size_t used_ = 0;
-  std::list<std::pair<std::uint64_t, Block>> order_;
-  std::unordered_map<std::uint64_t, std::list<std::pair<std::uint64_t, Block>>::iterator> index_;
 };
 
 // A bounded map from inode reference to something decoded from it, read by many
@@ -215,6 +184,7 @@ struct FuseImage::Impl {
   RefTable<NodeRef> nodes{kMaxCachedInodes};
   RefTable<ListingRef> listings{kMaxCachedDirectoryEntries};
   BlockCache blocks;
+  std::shared_ptr<BufferPool> buffers;                     // the blocks' buffers, for reuse
   RequestStats* stats = RequestStats::from_environment();  // bench/read.sh's breakdown; nullptr: off
 
   // The parts of libsquashfs that keep state between calls (a decompressor's stream, a
@@ -284,6 +254,7 @@ void FuseImage::Impl::open() {
     image->check(sqfs_frag_table_read(fragments.get(), image->file(), &super, decompressor.get()),
                  "squashfs fragment table");
   blocks.set_budget(kCachedBlocks * super.block_size);
+  buffers = BufferPool::create(super.block_size, kIdleBlockBuffers);
   root_ref = super.root_inode_ref;
   NodeRef root;
   try {
@@ -380,14 +351,20 @@ ListingRef FuseImage::Impl::listing(std::uint64_t ref, const Node& dir) {
 // `expected` is the number of bytes it must decompress to.
 Block FuseImage::Impl::block(std::uint64_t position, std::uint32_t size_word, std::size_t expected) {
   std::uint32_t stored = size_word & kBlockSizeMask;
-  if (stored == 0) return std::make_shared<const std::vector<std::uint8_t>>(expected, 0);  // a sparse block
+  if (expected > super.block_size) throw RequestError{EIO};
+  if (stored == 0) {  // a sparse block
+    std::shared_ptr<BlockBytes> zeros = buffers->take();
+    std::memset(zeros->data(), 0, expected);
+    zeros->set_size(expected);
+    return zeros;
+  }
   if (Block found = blocks.find(position)) return found;
-  if (stored > super.block_size || expected > super.block_size) throw RequestError{EIO};
-  auto data = std::make_shared<std::vector<std::uint8_t>>();
+  if (stored > super.block_size) throw RequestError{EIO};
+  std::shared_ptr<BlockBytes> data = buffers->take();
   if (!SQFS_IS_BLOCK_COMPRESSED(size_word)) {
-    data->resize(stored);
     TimedRequest timed(stats, RequestKind::block_read);
     check(read_window(image->file(), position, data->data(), stored));
+    data->set_size(stored);
   } else {
     Lease readers(*this);
     readers->scratch.resize(stored);
@@ -395,12 +372,11 @@ Block FuseImage::Impl::block(std::uint64_t position, std::uint32_t size_word, st
       TimedRequest timed(stats, RequestKind::block_read);
       check(read_window(image->file(), position, readers->scratch.data(), stored));
     }
-    data->resize(super.block_size);
     TimedRequest timed(stats, RequestKind::block_decompress);
     sqfs_s32 n = readers->decompressor->do_block(readers->decompressor.get(), readers->scratch.data(), stored,
                                                  data->data(), super.block_size);
     check(n);
-    data->resize(static_cast<std::size_t>(n));
+    data->set_size(static_cast<std::size_t>(n));
   }
   if (data->size() < expected) throw RequestError{EIO};
   Block result = std::move(data);
@@ -421,7 +397,11 @@ std::vector<Piece> FuseImage::Impl::read(const Node& f, std::uint64_t offset, st
     std::size_t length = static_cast<std::size_t>(std::min<std::uint64_t>(block_size, f.size - index * block_size));
     Block data;
     std::size_t base = 0;  // where this file's bytes start in `data`
+    // The position of a stored data block (not a fragment, not a sparse block, which has
+    // its successor's position), to report what was sent; 0 for the others.
+    std::uint64_t data_block = 0;
     if (index < f.block_offsets.size()) {
+      if ((f.inode->extra[index] & kBlockSizeMask) != 0) data_block = f.block_offsets[index];
       data = block(f.block_offsets[index], f.inode->extra[index], length);
     } else {
       if (!f.has_fragment) throw RequestError{EIO};
@@ -436,6 +416,7 @@ std::vector<Piece> FuseImage::Impl::read(const Node& f, std::uint64_t offset, st
     std::size_t n = std::min(size - done, length - within);
     const std::uint8_t* start = data->data() + base + within;
     pieces.push_back({std::move(data), start, n});
+    if (data_block != 0) blocks.sent(data_block, n);
     done += n;
   }
   return pieces;
