@@ -28,9 +28,11 @@ packages="
 # ranges; e2fsprogs, fuse2fs and fuse-overlayfs for ext3 overlays (--overlay, overlay
 # create). The demo: gensquashfs, a static busybox, and the local registry it pulls from
 # (skopeo pushes the demo image into it). gnupg: the gpg GPGME drives (sign, verify, key).
+# containernetworking-plugins and iptables: the CNI networks root may give (--network bridge).
 packages="$packages
   gnupg fuse3 squashfuse uidmap util-linux passwd file fuse2fs fuse-overlayfs e2fsprogs
   squashfs-tools-ng busybox-static
+  containernetworking-plugins iptables
   docker-registry skopeo openssl python3 python3-jwt python3-cryptography python3-bcrypt
 "
 if [ "$set_name" = test ]; then

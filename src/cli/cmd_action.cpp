@@ -63,6 +63,7 @@ struct ActionFlags {
   bool net = false;
   std::string hostname;
   std::vector<std::string> networks;
+  std::vector<std::string> network_args;
   std::vector<std::string> dns;
   bool no_init = false;
   bool no_umask = false;
@@ -164,7 +165,6 @@ const std::vector<RefusedFlag>& refused_action_flags() {
   static const std::vector<RefusedFlag> flags = {
       {"--allow-setuid", false, "capsa never runs setuid programs as root; images are mounted nosuid"},
       {"--underlay", false, "capsa never needs underlay: bind targets missing in the image are made in a tmpfs"},
-      {"--network-args", true, "capsa sets up no CNI networks; only --network none"},
       {"--dmtcp-launch", true, "capsa has no DMTCP checkpointing"},
       {"--dmtcp-restart", true, "capsa has no DMTCP checkpointing"},
       {"--passphrase", false, "encrypted SIF images are not supported"},
@@ -240,6 +240,7 @@ runtime::ActionRequest request_from(const std::string& action, const ActionFlags
   r.namespaces.hostname = !f.hostname.empty() ? f.hostname : env_value("HOSTNAME").value_or("");
   r.namespaces.uts = f.uts || env_flag("UTS") || env_flag("UNSHARE_UTS") || !r.namespaces.hostname.empty();
   r.networks = list_flag(f.networks, {"NETWORK"});
+  r.network_args = list_flag(f.network_args, {"NETWORK_ARGS"});  // a comma list, as Apptainer's string slice
   // --network implies --net; --net alone asks for Apptainer's default network, bridge.
   r.namespaces.net = f.net || env_flag("NET") || env_flag("UNSHARE_NET") || !r.networks.empty();
   if (r.namespaces.net && r.networks.empty()) r.networks = {"bridge"};
@@ -345,9 +346,14 @@ CLI::App* add_action(CLI::App& app, const std::string& name, const std::string& 
   cmd->add_flag("-i,--ipc", flags->ipc, "Run in a new IPC namespace");
   cmd->add_flag("--uts", flags->uts, "Run in a new UTS namespace (host name of its own)");
   cmd->add_option("--hostname", flags->hostname, "Set the container's host name (implies --uts)");
-  cmd->add_flag("-n,--net", flags->net, "Run in a new network namespace (give --network none)");
+  cmd->add_flag("-n,--net", flags->net, "Run in a new network namespace (the bridge network unless --network says)");
   cmd->add_option("--network", flags->networks,
-                  "Network types, comma separated; capsa supports none (a private loopback only)")
+                  "Networks, comma separated: none (a private loopback only), or CNI networks of the site's "
+                  "network/*.conflist (bridge, ptp, ...; root only)")
+      ->allow_extra_args(false);
+  cmd->add_option("--network-args", flags->network_args,
+                  "Arguments for the CNI networks: [NETWORK:]KEY=VALUE[;...], e.g. portmap=8080:80/tcp, IP=10.22.0.5, "
+                  "ipRange=10.22.1.0/24")
       ->allow_extra_args(false);
   cmd->add_option("--dns", flags->dns, "DNS servers, comma separated, for the container's resolv.conf")
       ->allow_extra_args(false);

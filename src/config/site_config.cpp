@@ -73,6 +73,8 @@ SiteConfig site_config_from(const ConfigFile& file) {
   c.keep_image_seconds = number_of(file, "keep image seconds");
   c.mksquashfs_procs = number_of(file, "mksquashfs procs");
   c.mksquashfs_mem = text_of(file, "mksquashfs mem");
+  c.cni_configuration_path = text_of(file, "cni configuration path");
+  c.cni_plugin_path = text_of(file, "cni plugin path");
   return c;
 }
 
@@ -113,6 +115,9 @@ SiteConfig tighten(const SiteConfig& user, const SiteConfig& system) {
   if (!system.mksquashfs_mem.empty() &&
       (c.mksquashfs_mem.empty() || memory_size_bytes(system.mksquashfs_mem) < memory_size_bytes(c.mksquashfs_mem)))
     c.mksquashfs_mem = system.mksquashfs_mem;
+  // The programs root runs for a network are the administrator's to choose.
+  c.cni_configuration_path = system.cni_configuration_path;
+  c.cni_plugin_path = system.cni_plugin_path;
   return c;
 }
 

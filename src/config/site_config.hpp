@@ -35,6 +35,8 @@ struct SiteConfig {
   unsigned long keep_image_seconds = 3;  // capsa's own: how long a kept image outlives its last container
   unsigned long mksquashfs_procs = 0;  // 0: every CPU
   std::string mksquashfs_mem;          // "": no limit; else 500M, 1G...
+  std::string cni_configuration_path;  // "": PREFIX/etc/capsa/network
+  std::string cni_plugin_path;         // "": the distribution's (/usr/lib/cni)
 
   bool operator==(const SiteConfig&) const = default;
 };

@@ -42,6 +42,7 @@
 #include "runtime/mount_plan.hpp"
 #include "runtime/mpi_launcher.hpp"
 #include "runtime/namespaces.hpp"
+#include "runtime/network/container_network.hpp"
 #include "runtime/overlay_lock.hpp"
 #include "runtime/overlay_mount.hpp"
 #include "runtime/private_namespaces.hpp"
@@ -365,7 +366,9 @@ void launch(const ActionRequest& r) {
     netns = open_netns_path(namespaces.netns_path, privileged);
     namespaces.netns_fd = netns.get();
   }
-  if (namespaces.net) check_networks(r.networks);
+  if (namespaces.net) check_networks(r.networks, privileged);
+  if (!r.network_args.empty() && !(namespaces.net && needs_cni(r.networks)))
+    throw Error("--network-args needs --net with a CNI network (--network bridge, ...)");
   check_capabilities(r.capabilities, privileged);
   std::optional<SeccompProfile> seccomp;
   if (!r.seccomp_profile.empty()) seccomp = SeccompProfile::load(r.seccomp_profile);
@@ -445,6 +448,16 @@ void launch(const ActionRequest& r) {
       if (!cdi.root_hooks.empty())
         gpu::run_cdi_hooks(cdi.root_hooks, gpu::write_cdi_bundle(session_point, root), "creating");
     };
+  // On the host, as the last step before the container's namespaces: the plugins run in
+  // the host's mount and network namespaces, and nothing after this may fail for a reason
+  // a check could have found first (the attachment is undone when capsa ends, but only then).
+  std::optional<ContainerNetwork> network;
+  if (namespaces.net && needs_cni(r.networks)) {
+    network = ContainerNetwork::attach(r.networks, r.network_args,
+                                       cni_paths(r.site.cni_configuration_path, r.site.cni_plugin_path));
+    namespaces.net = false;
+    namespaces.netns_fd = network->namespace_fd();
+  }
   phases::mark("checked");
   if (r.fakeroot)
     enter_fakeroot_namespaces(fakeroot);

@@ -35,7 +35,8 @@ struct ActionRequest {
   std::vector<std::string> env_files;
   bool contain = false;
   PrivateNamespaces namespaces;       // --pid, --ipc, --uts, --hostname, --net (--containall: pid and ipc)
-  std::vector<std::string> networks;  // --network types (with --net); only "none" is supported
+  std::vector<std::string> networks;  // --network types (with --net): none, or CNI networks (root)
+  std::vector<std::string> network_args;  // --network-args: [NETWORK:]KEY=VALUE[;...] for the CNI plugins
   std::vector<std::string> dns;       // --dns: the container's resolv.conf names these servers
   bool no_umask = false;              // --no-umask: 0022 inside instead of the caller's umask
   bool no_eval = false;               // --no-eval: injected variables are taken literally

@@ -16,7 +16,6 @@
 #include "util/fd.hpp"
 
 namespace capsa::runtime {
-namespace {
 
 // The loopback of a new network namespace starts down; Apptainer's "none" network
 // brings it up so that services in the container can talk to each other.
@@ -30,14 +29,17 @@ void bring_up_loopback() {
   if (::ioctl(socket_fd.get(), SIOCSIFFLAGS, &request) != 0) throw_errno("bringing up the container's loopback");
 }
 
-}  // namespace
-
-void check_networks(const std::vector<std::string>& networks) {
-  for (const std::string& network : networks)
-    if (network != "none")
+void check_networks(const std::vector<std::string>& networks, bool privileged) {
+  for (const std::string& network : networks) {
+    if (network == "none") {
+      if (networks.size() > 1) throw Error("--network none cannot be combined with other networks");
+      continue;
+    }
+    if (!privileged)
       throw Error("--network " + network +
-                  " is not supported: capsa sets up no CNI networks (bridge, ptp, ...); use --network none for a "
+                  " needs root: CNI networks (bridge, ptp, ...) are set up by root only; use --network none for a "
                   "private network namespace with only a loopback, or leave out --net to use the host's network");
+  }
 }
 
 void check_hostname(const std::string& hostname) {

@@ -26,10 +26,14 @@ struct PrivateNamespaces {
   bool any() const { return pid || ipc || uts || net || netns_fd >= 0; }
 };
 
-// The network types `--network` may name. Only "none" (a private namespace with its own
-// loopback) needs no CNI plugins and no root; the CNI types (bridge, ptp, ...) are refused
-// here, before anything is mounted, with one line that says so.
-void check_networks(const std::vector<std::string>& networks);
+// The network types `--network` may name: "none" (a private namespace with its own
+// loopback) alone, for anyone; CNI networks (bridge, ptp, ..., network/container_network.hpp)
+// for root. Anything else is refused here, before anything is mounted, in one line.
+void check_networks(const std::vector<std::string>& networks, bool privileged);
+
+// Brings up the loopback of the network namespace this thread is in (a new one starts
+// with it down).
+void bring_up_loopback();
 
 // Checks a --hostname value as sethostname(2) will take it (1 to 64 bytes, no '/' or
 // NUL), so that a bad one fails before anything is mounted.

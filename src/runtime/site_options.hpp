@@ -17,6 +17,8 @@ struct SiteOptions {
   bool kernel_squashfs = true;                              // `allow kernel squashfs`: root may loop-mount
   bool mount_slave = true;                                  // `mount slave`: host mounts propagate in
   unsigned long keep_image_seconds = 3;                     // `keep image seconds` (runtime/kept_image.hpp)
+  std::string cni_configuration_path;                       // `cni configuration path` ("": PREFIX/etc/capsa/network)
+  std::string cni_plugin_path;                              // `cni plugin path` ("": /usr/lib/cni)
 };
 
 }  // namespace capsa::runtime

@@ -157,6 +157,8 @@ void apply_site_config(const config::SiteConfig& site, ActionRequest& r) {
   r.site.minimal_dev = site.mount_dev == "minimal";
   r.site.memory_fs_type = site.memory_fs_type;
   r.site.session_size_mib = site.sessiondir_max_size_mib;
+  r.site.cni_configuration_path = site.cni_configuration_path;
+  r.site.cni_plugin_path = site.cni_plugin_path;
   r.site.keep_image_seconds = site.keep_image_seconds;
   r.site.kernel_squashfs = site.allow_kernel_squashfs;
   r.site.mount_slave = site.mount_slave;

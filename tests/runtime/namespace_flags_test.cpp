@@ -5,6 +5,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <filesystem>
+
 #include "runtime/run_support.hpp"
 #include "support/process.hpp"
 #include "support/temp_dir.hpp"
@@ -117,19 +119,28 @@ TEST(NamespaceFlags, NetnsPathJoinsANamedNetworkNamespace) {
   EXPECT_NE(with_net.err.find("cannot join existing --netns-path"), std::string::npos) << with_net.err;
 }
 
-TEST(NamespaceFlags, CniNetworksAreRefusedBeforeAnythingRuns) {
+// --net alone asks for Apptainer's default network, bridge: the test user is refused it
+// (CNI networks are root's), root finds none in an empty configuration folder
+// (container_network_test.cpp runs real ones); "none" goes with no other network.
+TEST(NamespaceFlags, CniNetworksThatCannotBeMadeAreRefusedBeforeAnythingRuns) {
+  test::TempDir dir;
+  std::filesystem::create_directories(dir.path() + "/network");
+  const std::string config = dir.write("capsa.conf", "cni configuration path = " + dir.path() + "/network\n");
   for (const std::vector<std::string>& flags :
-       {std::vector<std::string>{"--net"}, std::vector<std::string>{"-n", "--network", "bridge"},
-        std::vector<std::string>{"--network", "none,ptp"}}) {
+       {std::vector<std::string>{"--net"}, std::vector<std::string>{"-n", "--network", "bridge"}}) {
     std::vector<std::string> args = {"exec"};
     args.insert(args.end(), flags.begin(), flags.end());
     args.insert(args.end(), {busybox_sif(), "echo", "ran"});
-    auto result = capsa(args);
+    auto result = capsa(args, {"CAPSA_CONFIG=" + config});
     EXPECT_EQ(result.exit_code, 1);
     EXPECT_EQ(result.out, "");
     EXPECT_EQ(lines_of(result.err).size(), 1u) << result.err;
-    EXPECT_NE(result.err.find("is not supported: capsa sets up no CNI networks"), std::string::npos) << result.err;
+    const std::string expected = ::geteuid() == 0 ? "--network bridge: no network of that name in " + dir.path()
+                                                  : "--network bridge needs root: CNI networks";
+    EXPECT_NE(result.err.find(expected), std::string::npos) << result.err;
   }
+  auto mixed = capsa({"exec", "--network", "none,ptp", busybox_sif(), "echo", "ran"});
+  EXPECT_EQ(mixed.err, "capsa: error: --network none cannot be combined with other networks\n");
 }
 
 TEST(NamespaceFlags, DnsWritesTheContainersResolvConf) {
