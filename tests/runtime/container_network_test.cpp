@@ -158,6 +158,25 @@ TEST_F(ContainerNetwork, AKilledContainerIsDetachedToo) {
   EXPECT_EQ(left, "");
 }
 
+TEST_F(ContainerNetwork, AnInstanceKeepsItsAddressUntilItStops) {
+  if (::geteuid() != 0) GTEST_SKIP() << "root only";
+  const std::string instance = "net" + tag;
+  auto started =
+      capsa({"instance", "start", "--net", "--network", name, busybox_sif(), instance}, {"CAPSA_CONFIG=" + config});
+  ASSERT_EQ(started.exit_code, 0) << started.err;
+  auto joined = capsa({"exec", "instance://" + instance, "ip", "-4", "-o", "addr", "show", "eth0"});
+  EXPECT_NE(joined.out.find("inet " + subnet_prefix), std::string::npos) << joined.out << joined.err;
+  EXPECT_NE(left_attached(), "") << "the running instance holds its address";
+  auto stopped = capsa({"instance", "stop", instance});
+  EXPECT_EQ(stopped.exit_code, 0) << stopped.err;
+  std::string left = left_attached();
+  for (int attempt = 0; attempt < 100 && !left.empty(); ++attempt) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    left = left_attached();
+  }
+  EXPECT_EQ(left, "");
+}
+
 TEST_F(ContainerNetwork, BadNetworksAndArgumentsFailInOneLineBeforeAnythingRuns) {
   if (::geteuid() != 0) GTEST_SKIP() << "root only";
   auto unknown =
