@@ -67,13 +67,20 @@ std::string temp_parent(const BuildOptions& options) {
   return "/tmp";
 }
 
-RootMode choose_root_mode(bool fakeroot) {
+RootMode choose_root_mode(const BuildOptions& options) {
   // Root builds as root unless it asks for --fakeroot; anyone else builds with --fakeroot
   // semantics, as Apptainer 1.x does for an unprivileged build from a definition file.
-  if (::geteuid() == 0 && !fakeroot) return RootMode::real_root;
+  // --ignore-userns takes the user namespace away: root builds as root, and anyone else
+  // cannot build (Apptainer falls back to its setuid starter, which capsa does not have).
+  if (::geteuid() == 0 && (!options.fakeroot || options.ignore_userns)) return RootMode::real_root;
+  if (options.ignore_userns)
+    throw Error(
+        "--ignore-userns: an unprivileged build needs a user namespace (capsa has no setuid starter to "
+        "build without one); leave the flag out, or build as root");
   // CAPSA_FAKEROOT_MODE=subid|emulated picks one way instead of the automatic choice
-  // (docs/build.md): to compare them, or to avoid a broken subuid setup.
-  return runtime::chosen_fakeroot_mode();
+  // (docs/build.md): to compare them, or to avoid a broken subuid setup; --ignore-subuid
+  // skips the subordinate ids, as Apptainer's.
+  return runtime::chosen_fakeroot_mode(options.ignore_subuid);
 }
 
 std::vector<std::string> post_environment() {
@@ -171,6 +178,7 @@ int run_in_build_container(const Context& ctx, const std::string& rootfs, std::v
   command.env = post_environment();
   command.binds = ctx.options.binds;
   command.mode = ctx.mode;
+  command.no_root_emulation = ctx.options.ignore_fakeroot_command;
   command.nv = ctx.options.nv || ctx.options.nvccli;
   command.rocm = ctx.options.rocm;
   return runtime::run_in_sandbox(command);
@@ -348,7 +356,7 @@ BuildResult build(const BuildOptions& options, Progress& progress) {
   if (options.sandbox && options.target.ends_with(".sif"))
     log::warning("--sandbox writes a directory, although " + options.target + " ends in .sif");
 
-  Context ctx{options, progress, choose_root_mode(options.fakeroot), options.source, {}};
+  Context ctx{options, progress, choose_root_mode(options), options.source, {}};
   BuildResult result;
   result.target = options.target;
 
@@ -362,6 +370,7 @@ BuildResult build(const BuildOptions& options, Progress& progress) {
     pull.disable_cache = options.disable_cache;
     pull.registry = options.registry;
     pull.platform = options.platform;
+    pull.no_cleanup = options.no_cleanup;
     pull::pull(pull, progress);
     return result;
   }
@@ -375,7 +384,7 @@ BuildResult build(const BuildOptions& options, Progress& progress) {
   // Everything else is made in a build directory, removed on every way out; a sandbox
   // target's one sits beside it so that the finished tree is renamed into place.
   BuildDirectory work(options.sandbox ? directory_of(options.target) : temp_parent(options),
-                      options.sandbox ? ".capsa-build-" : "capsa-build-", ctx.mode);
+                      options.sandbox ? ".capsa-build-" : "capsa-build-", ctx.mode, options.no_cleanup);
   std::string rootfs = work / "rootfs";
   std::string deffile;
   switch (kind) {

@@ -50,6 +50,14 @@ struct BuildOptions {
   std::int64_t time = 0;                       // image time (SOURCE_DATE_EPOCH when set)
   std::string capsa_version;
   std::string tmpdir;                          // where build directories go; "" = $TMPDIR or /tmp
+  // --no-cleanup: the build directory is kept (and its path printed), for debugging.
+  bool no_cleanup = false;
+  // Apptainer's fakeroot fall-backs: --ignore-subuid (no subordinate ids: the emulated
+  // mode), --ignore-fakeroot-command (the emulated mode without its seccomp emulation),
+  // --ignore-userns (no user namespace: root builds as root; anyone else cannot build).
+  bool ignore_subuid = false;
+  bool ignore_fakeroot_command = false;
+  bool ignore_userns = false;
 };
 
 struct BuildResult {

@@ -108,8 +108,8 @@ void remove_tree(runtime::RootMode mode, const std::string& path) {
   run_program({"rm", "-rf", "--one-file-system", "--", path});
 }
 
-BuildDirectory::BuildDirectory(const std::string& parent, const std::string& prefix, runtime::RootMode mode)
-    : mode_(mode) {
+BuildDirectory::BuildDirectory(const std::string& parent, const std::string& prefix, runtime::RootMode mode, bool keep)
+    : mode_(mode), keep_(keep) {
   std::string pattern = parent + "/" + prefix + "XXXXXX";
   std::vector<char> buffer(pattern.begin(), pattern.end());
   buffer.push_back('\0');
@@ -118,6 +118,11 @@ BuildDirectory::BuildDirectory(const std::string& parent, const std::string& pre
 }
 
 BuildDirectory::~BuildDirectory() {
+  if (keep_) {
+    // As Apptainer's --no-cleanup, whether the build worked or not.
+    log::info("Build performed with no clean up option, build directory kept at: " + path_);
+    return;
+  }
   try {
     remove_tree(mode_, path_);
   } catch (const std::exception& e) {

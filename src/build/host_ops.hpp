@@ -43,7 +43,8 @@ void remove_tree(runtime::RootMode mode, const std::string& path);
 // root) when the object goes, also while an error or an interruption unwinds.
 class BuildDirectory {
  public:
-  BuildDirectory(const std::string& parent, const std::string& prefix, runtime::RootMode mode);
+  // `keep` (--no-cleanup): the destructor leaves the directory and says where it is.
+  BuildDirectory(const std::string& parent, const std::string& prefix, runtime::RootMode mode, bool keep = false);
   ~BuildDirectory();
   BuildDirectory(const BuildDirectory&) = delete;
   BuildDirectory& operator=(const BuildDirectory&) = delete;
@@ -53,6 +54,7 @@ class BuildDirectory {
  private:
   std::string path_;
   runtime::RootMode mode_;
+  bool keep_ = false;
 };
 
 }  // namespace capsa::build

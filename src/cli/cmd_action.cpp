@@ -1,6 +1,8 @@
 // `capsa exec|run|shell|test [FLAGS] IMAGE [ARGS...]` and `capsa run-help IMAGE`, with
 // Apptainer's flags and environment variables. Flags end at IMAGE: everything after it
 // belongs to the command in the container.
+#include <unistd.h>
+
 #include <charconv>
 #include <filesystem>
 #include <iostream>
@@ -54,6 +56,7 @@ struct ActionFlags {
   bool fakeroot = false;
   bool ignore_subuid = false;
   bool ignore_fakeroot_command = false;
+  bool ignore_userns = false;
   bool debug = false;
   bool quiet = false;
   bool pid = false;
@@ -161,21 +164,27 @@ std::vector<std::string> list_flag(const std::vector<std::string>& values, std::
 // a user reads; cmd/internal/cli/action_flags.go defines them.
 // tests/cli/apptainer-1.4-commands.tsv lists every flag with its status.
 const std::vector<RefusedFlag>& refused_action_flags() {
-  static const std::string later = "not in this version of capsa yet";
   static const std::vector<RefusedFlag> flags = {
       {"--allow-setuid", false, "capsa never runs setuid programs as root; images are mounted nosuid"},
-      {"--underlay", false, "capsa never needs underlay: bind targets missing in the image are made in a tmpfs"},
+      {"--underlay", false,
+       "Apptainer's deprecated underlay is not needed: capsa makes bind targets the image lacks in a layer of its "
+       "own that overlayfs (or fuse-overlayfs, on kernels that refuse it) lays over the image"},
       {"--dmtcp-launch", true, "capsa has no DMTCP checkpointing"},
       {"--dmtcp-restart", true, "capsa has no DMTCP checkpointing"},
       {"--passphrase", false, "encrypted SIF images are not supported"},
       {"--pem-path", true, "encrypted SIF images are not supported"},
       {"--docker-host", true, "capsa talks to registries, never to a Docker daemon"},
-      {"--ignore-userns", false, later},
   };
   return flags;
 }
 
-const RefusedFlag kRunscriptTimeout{"--runscript-timeout", true, "not in this version of capsa yet"};
+// Apptainer bounds the time its embedded shell interpreter may take to evaluate the
+// action and environment scripts (default 1m) before the runscript starts; capsa has no
+// such interpreter step to bound.
+const RefusedFlag kRunscriptTimeout{
+    "--runscript-timeout", true,
+    "it bounds Apptainer's built-in shell interpreter, which capsa does not have: the image's own shell reads the "
+    "environment scripts and becomes the runscript"};
 
 runtime::ActionRequest request_from(const std::string& action, const ActionFlags& f,
                                     const std::vector<std::string>& rest) {
@@ -202,6 +211,16 @@ runtime::ActionRequest request_from(const std::string& action, const ActionFlags
   r.fakeroot = f.fakeroot || env_flag("FAKEROOT");
   r.fakeroot_options.ignore_subuid = f.ignore_subuid || env_flag("IGNORE_SUBUID");
   r.fakeroot_options.ignore_emulation = f.ignore_fakeroot_command || env_flag("IGNORE_FAKEROOT_COMMAND");
+  // Apptainer's --ignore-userns: no user namespace. Root then runs as root (--userns and
+  // --fakeroot change nothing for it); anyone else would need Apptainer's setuid starter.
+  if (f.ignore_userns || env_flag("IGNORE_USERNS")) {
+    if (::geteuid() != 0)
+      throw Error(
+          "--ignore-userns: an unprivileged container needs a user namespace (capsa has no setuid starter "
+          "to run without one); leave the flag out, or run as root");
+    r.userns = false;
+    r.fakeroot = false;
+  }
   r.cleanenv = f.cleanenv || f.containall || env_flag("CLEANENV") || env_flag("CONTAINALL");
   r.no_home = f.no_home || env_flag("NO_HOME");
   r.writable_tmpfs = f.writable_tmpfs || env_flag("WRITABLE_TMPFS");
@@ -338,6 +357,9 @@ CLI::App* add_action(CLI::App& app, const std::string& name, const std::string& 
                 "With --fakeroot: do not use /etc/subuid and /etc/subgid ranges, emulate root instead");
   cmd->add_flag("--ignore-fakeroot-command", flags->ignore_fakeroot_command,
                 "With --fakeroot: no root emulation where there are no ranges, only uid 0 mapped");
+  cmd->add_flag("--ignore-userns", flags->ignore_userns,
+                "No user namespace: root runs as root (--userns and --fakeroot then change nothing); refused to "
+                "anyone else (also APPTAINER_IGNORE_USERNS)");
   cmd->add_flag("-d,--debug", flags->debug, "Print the mount plan");
   cmd->add_flag("-q,--quiet", flags->quiet, "No progress output when a docker:// image is pulled first");
   cmd->add_flag("-p,--pid", flags->pid, "Run in a new PID namespace (with a shim init as PID 1)");

@@ -37,6 +37,11 @@ struct BuildFlags {
   std::vector<std::string> build_arg_files;
   bool warn_unused_build_args = false;
   std::vector<std::string> binds;
+  std::vector<std::string> mounts;
+  bool no_cleanup = false;
+  bool ignore_subuid = false;
+  bool ignore_fakeroot_command = false;
+  bool ignore_userns = false;
   bool nv = false;
   bool rocm = false;
   bool disable_cache = false;
@@ -87,6 +92,15 @@ build::BuildOptions options_from(const BuildFlags& f) {
   o.warn_unused_build_args = f.warn_unused_build_args;
   for (const auto& b : f.binds)
     for (auto& spec : runtime::parse_bind_list(b)) o.binds.push_back(spec);
+  // --mount takes the actions' Docker-style specs (APPTAINER_MOUNT first, as for them).
+  std::vector<std::string> mounts = f.mounts;
+  if (auto from_environment = env_value("MOUNT")) mounts.insert(mounts.begin(), *from_environment);
+  for (const auto& m : mounts)
+    for (auto& spec : runtime::parse_mount(m)) o.binds.push_back(spec);
+  o.no_cleanup = f.no_cleanup || env_flag("NO_CLEANUP");
+  o.ignore_subuid = f.ignore_subuid || env_flag("IGNORE_SUBUID");
+  o.ignore_fakeroot_command = f.ignore_fakeroot_command || env_flag("IGNORE_FAKEROOT_COMMAND");
+  o.ignore_userns = f.ignore_userns || env_flag("IGNORE_USERNS");
   o.nv = f.nv || env_flag("NV");
   o.rocm = f.rocm || env_flag("ROCM");
   o.disable_cache = f.disable_cache || env_flag("DISABLE_CACHE");
@@ -125,12 +139,7 @@ const std::vector<RefusedFlag>& refused_build_flags() {
       {"--passphrase", false, "encrypted SIF images are not supported"},
       {"--pem-path", true, "encrypted SIF images are not supported"},
       {"--library", true, "library:// images are " + later},
-      {"--no-cleanup", false, later},
       {"--docker-host", true, "capsa talks to registries, never to a Docker daemon"},
-      {"--mount", true, later + "; use -B"},
-      {"--ignore-subuid", false, later},
-      {"--ignore-fakeroot-command", false, later},
-      {"--ignore-userns", false, later},
       {"--remote", false, "capsa builds on this machine; there is no remote build service"},
   };
   return flags;
@@ -161,6 +170,18 @@ void add_build_command(CLI::App& app) {
   cmd->add_flag("--warn-unused-build-args", flags->warn_unused_build_args,
                 "Warn instead of failing when a build argument is not used");
   cmd->add_option("-B,--bind", flags->binds, "SRC[:DEST[:ro]] bound during %post and %test (repeatable)");
+  cmd->add_option("--mount", flags->mounts,
+                  "[type=bind,]src=SRC,dst=DEST[,ro] bound during %post and %test, as the actions' --mount "
+                  "(also APPTAINER_MOUNT)")
+      ->allow_extra_args(false);
+  cmd->add_flag("--no-cleanup", flags->no_cleanup,
+                "Keep the temporary build directory, whether the build works or fails, and print where it is");
+  cmd->add_flag("--ignore-subuid", flags->ignore_subuid,
+                "Fakeroot builds: do not use /etc/subuid and /etc/subgid ranges, emulate root instead");
+  cmd->add_flag("--ignore-fakeroot-command", flags->ignore_fakeroot_command,
+                "Fakeroot builds without ranges: no root emulation, only uid 0 mapped (changing owners fails)");
+  cmd->add_flag("--ignore-userns", flags->ignore_userns,
+                "No user namespace: root builds as root even with --fakeroot; an unprivileged build cannot");
   cmd->add_flag("--nv", flags->nv, "Make the host's NVIDIA driver available to %post and %test");
   cmd->add_flag("--nvccli", flags->nvccli,
                 "Set the NVIDIA driver up for %post and %test with nvidia-container-cli instead (implies --nv)");
@@ -187,7 +208,7 @@ void add_build_command(CLI::App& app) {
   cmd->footer(
       "SOURCE: a definition file, docker://REF, a SIF image or a sandbox directory.\n"
       "Definition files: see docs/build.md. A failing %setup, %post or %test stops the build and writes\n"
-      "nothing; the temporary build directory is removed, also on Ctrl-C.");
+      "nothing; the temporary build directory is removed, also on Ctrl-C (kept with --no-cleanup).");
   cmd->callback([flags] {
     bool quiet = flags->quiet || quiet_output();
     Progress progress(Progress::detect_mode(quiet, 2));

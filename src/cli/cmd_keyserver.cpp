@@ -2,7 +2,8 @@
 // the older names Apptainer keeps): the keyservers of each remote, kept in remote.yaml as
 // Apptainer keeps them (keyserver/keyservers.hpp), and the logins to keyservers, kept in
 // the user's remote.yaml (mode 0600) under Credentials. A password or token is read from
-// a prompt or standard input, never from the command line, and never printed.
+// a prompt, standard input or -p (overwritten in the process list as capsa starts), and
+// never printed.
 //
 // Apptainer lets only root change keyservers, of the system's remotes. capsa runs without
 // root, so a user may also change the keyservers of their own remotes (in their file);
@@ -11,9 +12,9 @@
 
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "cli/commands.hpp"
-#include "cli/refused_flags.hpp"
 #include "keyserver/keyserver_uri.hpp"
 #include "keyserver/keyservers.hpp"
 #include "library/remotes.hpp"
@@ -65,15 +66,13 @@ void change_remote(const std::string& config, const std::string& name, const Rem
   library::write_remote_file(user_file(config), user, 0600);
 }
 
-struct LoginFlags {
-  std::string username;
-  bool password_stdin = false;
-  std::vector<std::string> args;
-};
-
-std::string read_secret(const LoginFlags& f) {
+// -p/--password (hidden from the process list as capsa starts: cli/invocation.cpp), else
+// standard input, else a prompt.
+std::string read_secret(const ServiceLogin& f) {
   std::string secret;
-  if (f.password_stdin || ::isatty(STDIN_FILENO) == 0) {
+  if (!f.password.empty()) {
+    secret = f.password;
+  } else if (f.password_stdin || ::isatty(STDIN_FILENO) == 0) {
     secret = read_to_end(STDIN_FILENO, "reading the password from standard input");
   } else {
     secret = registry::prompt_for_password_on_tty("Password / Token: ");
@@ -83,8 +82,10 @@ std::string read_secret(const LoginFlags& f) {
   return secret;
 }
 
-void login(const std::string& config, const LoginFlags& f) {
-  const std::string& uri = f.args.at(0);
+}  // namespace
+
+void keyserver_login(const std::string& config, const ServiceLogin& f) {
+  const std::string& uri = f.uri;
   const std::string url = keyserver::normalize_keyserver_uri(uri);
   const Remotes remotes = load(config);
   const library::KeyserverEntry* entry = nullptr;
@@ -121,6 +122,8 @@ void login(const std::string& config, const LoginFlags& f) {
   library::write_remote_file(user_file(config), user, 0600);
   log::info("Token stored in " + user_file(config));
 }
+
+namespace {
 
 void logout(const std::string& config, const std::string& uri) {
   keyserver::normalize_keyserver_uri(uri);
@@ -215,16 +218,17 @@ void add_keyserver_command(CLI::App& app) {
   list_cmd->add_option("args", *list_args, "NAME")->expected(0, 1);
   list_cmd->callback([config, list_args] { list(*config, *list_args); });
 
-  auto login_flags = std::make_shared<LoginFlags>();
+  auto login_flags = std::make_shared<ServiceLogin>();
   auto* login_cmd = ks->add_subcommand(
       "login", "Log in to a keyserver: the token (or, with --username, the password) is read from a prompt or stdin");
-  login_cmd->add_option("args", login_flags->args, "URI")->expected(1)->required();
+  login_cmd->add_option("uri", login_flags->uri, "URI")->required();
   login_cmd->add_option("-u,--username", login_flags->username, "Username (Basic authentication; else a Bearer token)");
-  login_cmd->add_flag("--password-stdin", login_flags->password_stdin,
-                      "Read the password or token from standard input");
-  add_refused_flags(*login_cmd, {{"-p,--password", true,
-                                  "a password on the command line is visible to every user; use --password-stdin"}});
-  login_cmd->callback([config, login_flags] { login(*config, *login_flags); });
+  auto* password =
+      login_cmd->add_option("-p,--password", login_flags->password,
+                            "The password or token; prefer --password-stdin, which keeps it out of the process list");
+  login_cmd->add_flag("--password-stdin", login_flags->password_stdin, "Read the password or token from standard input")
+      ->excludes(password);
+  login_cmd->callback([config, login_flags] { keyserver_login(*config, *login_flags); });
 
   auto logout_args = std::make_shared<std::vector<std::string>>();
   auto* logout_cmd = ks->add_subcommand("logout", "Forget the credentials of a keyserver: logout URI");

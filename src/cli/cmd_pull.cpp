@@ -27,6 +27,7 @@ struct PullFlags {
   std::vector<std::string> positionals;
   bool force = false;
   bool disable_cache = false;
+  bool no_cleanup = false;
   RegistryFlags registry;
   bool quiet = false;
   std::string arch;
@@ -65,6 +66,7 @@ pull::PullOptions options_from(const PullFlags& f) {
   if (!f.dir.empty()) options.output_dir = f.dir;
   options.force = f.force || env_flag("FORCE");
   options.disable_cache = f.disable_cache || env_flag("DISABLE_CACHE");
+  options.no_cleanup = f.no_cleanup || env_flag("NO_CLEANUP");
   options.registry = registry_access(f.registry);
   if (!f.platform.empty()) options.platform = oci::parse_platform(f.platform);
   else if (!f.arch.empty()) options.platform = oci::platform_from_arch(f.arch);
@@ -91,10 +93,8 @@ bool sif_is_signed(const std::string& path) {
 
 // `apptainer pull` flags (cmd/internal/cli/pull.go) capsa does not carry out (yet).
 const std::vector<RefusedFlag>& refused_pull_flags() {
-  static const std::string later = "not in this version of capsa yet";
   static const std::vector<RefusedFlag> flags = {
       {"--docker-host", true, "capsa talks to registries, never to a Docker daemon"},
-      {"--no-cleanup", false, later},
   };
   return flags;
 }
@@ -114,6 +114,7 @@ void pull_sandbox(const pull::PullOptions& options, Progress& progress, bool qui
   build.sandbox = true;
   build.force = options.force;
   build.disable_cache = options.disable_cache;
+  build.no_cleanup = options.no_cleanup;
   build.registry = options.registry;
   build.time = now_for_images();
   build.capsa_version = build_info::version;
@@ -134,6 +135,9 @@ void add_pull_command(CLI::App& app) {
       ->expected(1, 2);
   cmd->add_flag("-F,--force", flags->force, "Overwrite an existing output file");
   cmd->add_flag("--disable-cache", flags->disable_cache, "Do not use or fill the cache (APPTAINER_DISABLE_CACHE)");
+  cmd->add_flag("--no-cleanup", flags->no_cleanup,
+                "Keep the temporary directory of a --disable-cache or --sandbox pull and print where it is "
+                "(APPTAINER_NO_CLEANUP)");
   add_registry_flags(*cmd, flags->registry);
   cmd->add_option("--arch", flags->arch, "Architecture to pull (amd64, arm64, ppc64le, ...); default: this machine's");
   cmd->add_option("--arch-variant", flags->arch_variant,

@@ -21,14 +21,6 @@
 namespace capsa::cli {
 namespace {
 
-struct LoginFlags {
-  std::string registry;
-  std::string username;
-  std::string password;
-  bool password_stdin = false;
-  std::string authfile;
-};
-
 // docker://HOST[:PORT][/PATH] or oras://…: the part after the scheme, which is the key
 // the credentials are stored under, as Apptainer's login handler takes u.Host + u.Path.
 std::string registry_of(const std::string& uri) {
@@ -61,8 +53,10 @@ std::string config_path(const std::string& authfile) {
   return authfile.empty() ? registry::login_config_path() : authfile;
 }
 
-void login(const LoginFlags& f) {
-  const std::string registry = registry_of(f.registry);
+}  // namespace
+
+void registry_login(const ServiceLogin& f) {
+  const std::string registry = registry_of(f.uri);
   const std::string username = !f.username.empty() ? f.username : env_value("LOGIN_USERNAME").value_or("");
   if (username.empty()) throw Error("registry login to " + registry + " needs a username (--username)");
   if (f.password_stdin && !f.password.empty()) throw Error("--password and --password-stdin go alone; give one");
@@ -72,6 +66,7 @@ void login(const LoginFlags& f) {
   if (password.empty()) password = registry::prompt_for_password_on_tty("Password / Token: ");
 
   registry::ClientOptions options = registry::options_from_environment();
+  options.insecure_http = options.insecure_http || f.insecure;
   registry::RegistryClient client(api_host_of(registry), options,
                                   registry::Credentials{username, password, "", "registry login"});
   try {
@@ -85,6 +80,8 @@ void login(const LoginFlags& f) {
   registry::store_login(path, registry, username, password);
   log::info("Token stored in " + path);
 }
+
+namespace {
 
 void logout(const std::string& uri, const std::string& authfile) {
   const std::string registry = registry_of(uri);
@@ -107,22 +104,24 @@ void list() {
 void add_registry_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("registry", "Log in to and out of docker:// and oras:// registries");
   cmd->require_subcommand(1);
-  add_refused_flags(*cmd, {{"-c,--config", true, "capsa keeps no remote.yaml; logins live in docker-config.json"}});
+  add_refused_flags(*cmd, {{"-c,--config", true,
+                            "Apptainer's --config is the remote.yaml that lists registry logins; capsa keeps them "
+                            "in docker-config.json only: choose that file with login/logout --authfile"}});
   cmd->footer(
       "Logins are checked against the registry, then stored in ~/.apptainer/docker-config.json\n"
       "($APPTAINER_CONFIGDIR) or --authfile, mode 0600; pull, exec, build and push read them\n"
       "together with ~/.docker/config.json.");
 
-  auto flags = std::make_shared<LoginFlags>();
+  auto flags = std::make_shared<ServiceLogin>();
   auto* in = cmd->add_subcommand("login", "Check credentials with a registry and store them");
-  in->add_option("registry", flags->registry, "docker://HOST[:PORT] or oras://HOST[:PORT]")->required();
+  in->add_option("registry", flags->uri, "docker://HOST[:PORT] or oras://HOST[:PORT]")->required();
   in->add_option("-u,--username", flags->username, "User name (APPTAINER_LOGIN_USERNAME)");
   in->add_option("-p,--password", flags->password,
                  "Password or token; prefer --password-stdin, which keeps it out of the process list "
                  "(APPTAINER_LOGIN_PASSWORD)");
   in->add_flag("--password-stdin", flags->password_stdin, "Read the password or token from standard input");
   in->add_option("--authfile", flags->authfile, "Store the credentials in this file instead");
-  in->callback([flags] { login(*flags); });
+  in->callback([flags] { registry_login(*flags); });
 
   auto out_authfile = std::make_shared<std::string>();
   auto out_registry = std::make_shared<std::string>();

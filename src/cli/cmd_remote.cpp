@@ -12,7 +12,6 @@
 #include <memory>
 
 #include "cli/commands.hpp"
-#include "cli/refused_flags.hpp"
 #include "library/client.hpp"
 #include "library/remotes.hpp"
 #include "registry/credentials.hpp"
@@ -36,6 +35,8 @@ struct RemoteFlags {
   bool exclusive = false;
   std::string tokenfile;
   std::vector<std::string> args;
+  // remote login's -u, -p, --password-stdin and -i: for docker://, oras:// and keyserver URIs.
+  ServiceLogin service;
 };
 
 bool root() { return ::geteuid() == 0; }
@@ -65,11 +66,13 @@ registry::ClientOptions options_for(const std::string& url) {
 // --tokenfile, else a prompt without echo on a terminal, else standard input's first line.
 std::string read_token(const RemoteFlags& f, const std::string& name) {
   std::string token;
-  if (!f.tokenfile.empty()) {
+  if (!f.service.password.empty()) {
+    token = f.service.password;  // -p/--password, hidden from the process list (cli/invocation.cpp)
+  } else if (!f.tokenfile.empty()) {
     UniqueFd fd(::open(f.tokenfile.c_str(), O_RDONLY | O_CLOEXEC));
     if (!fd) throw_errno("reading the token file " + f.tokenfile);
     token = read_to_end(fd.get(), "reading the token file " + f.tokenfile);
-  } else if (::isatty(STDIN_FILENO) != 0) {
+  } else if (::isatty(STDIN_FILENO) != 0 && !f.service.password_stdin) {
     token = registry::prompt_for_password_on_tty("Access token for remote " + name + ": ");
   } else {
     token = read_to_end(STDIN_FILENO, "reading the token from standard input");
@@ -93,6 +96,12 @@ std::string chosen(const Remotes& remotes, const std::vector<std::string>& args)
 }
 
 void login(const RemoteFlags& f, const std::string& name) {
+  if (!f.service.username.empty() || f.service.insecure)
+    throw Error(std::string(!f.service.username.empty() ? "--username" : "--insecure") +
+                " applies to docker://, oras:// and keyserver URIs; remote " + name +
+                "'s login is an access token (--password, --password-stdin, --tokenfile or the prompt)");
+  if (!f.service.password.empty() && (!f.tokenfile.empty() || f.service.password_stdin))
+    throw Error("--password, --password-stdin and --tokenfile each give the token: use one");
   Remotes remotes = load(f);
   const Remote& remote = remotes.get(name);
   const std::string url = library::library_url_of(remote);
@@ -273,15 +282,44 @@ void add_remote_command(CLI::App& app) {
 
   auto* login_cmd = remote->add_subcommand(
       "login", "Log in to a remote (the active one by default): the token is read from a prompt or standard input");
-  login_cmd->add_option("args", f->args, "NAME")->expected(0, 1);
+  login_cmd->add_option("args", f->args, "NAME, or a docker://, oras:// or keyserver URI")->expected(0, 1);
   login_cmd->add_option("--tokenfile", f->tokenfile, "Read the token from this file");
-  add_refused_flags(*login_cmd,
-                    {{"-u,--username", true, "capsa logs in to registries with `capsa registry login`"},
-                     {"-p,--password", true, "capsa logs in to registries with `capsa registry login`"},
-                     {"--password-stdin", false, "give the token on standard input without it, or with --tokenfile"},
-                     {"-i,--insecure", false, "an http:// remote is marked insecure when it is added"}});
+  login_cmd->add_option("-u,--username", f->service.username, "User name for a docker://, oras:// or keyserver URI");
+  login_cmd->add_option("-p,--password", f->service.password,
+                        "Password or token; prefer --password-stdin, which keeps it out of the process list");
+  login_cmd->add_flag("--password-stdin", f->service.password_stdin, "Read the password or token from standard input");
+  login_cmd->add_flag("-i,--insecure", f->service.insecure,
+                      "Log in to a docker:// or oras:// registry over plain http");
   login_cmd->callback([f] {
+    // As Apptainer: what is not a remote's name is a registry or keyserver to log in to.
+    const std::string target = f->args.empty() ? "" : f->args.front();
     Remotes remotes = load(*f);
+    if (!target.empty() && !remotes.has(target)) {
+      if (target.starts_with("docker://") || target.starts_with("oras://")) {
+        if (!f->tokenfile.empty())
+          throw Error("--tokenfile is for a remote's token; give the password with -p or stdin");
+        ServiceLogin service = f->service;
+        service.uri = target;
+        registry_login(service);
+        // Said once the login worked: a failed one is its own single line.
+        log::warning(
+            "'remote login' is deprecated for registries and will be removed in a future release; ran 'registry "
+            "login'");
+        return;
+      }
+      if (target.find("://") != std::string::npos) {
+        if (!f->tokenfile.empty())
+          throw Error("--tokenfile is for a remote's token; give the password with -p or stdin");
+        ServiceLogin service = f->service;
+        service.uri = target;
+        keyserver_login(f->config, service);
+        // Said once the login worked: a failed one is its own single line.
+        log::warning(
+            "'remote login' is deprecated for keyservers and will be removed in a future release; ran 'keyserver "
+            "login'");
+        return;
+      }
+    }
     login(*f, chosen(remotes, f->args));
   });
 

@@ -45,6 +45,20 @@ void add_keyserver_command(CLI::App& app);
 void keyserver_add(const std::string& config, const std::vector<std::string>& args, unsigned order, bool order_given,
                    bool insecure);
 void keyserver_remove(const std::string& config, const std::vector<std::string>& args);
+
+// A login to a registry (docker://HOST, oras://HOST) or a keyserver, as `registry login` and
+// `keyserver login` take it; `remote login` of such a URI runs them, as Apptainer's does.
+struct ServiceLogin {
+  std::string uri;
+  std::string username;
+  std::string password;  // -p/--password ("": not given)
+  bool password_stdin = false;
+  bool insecure = false;  // a registry over plain http:// (remote login --insecure)
+  std::string authfile;   // registry logins: this file instead of docker-config.json
+};
+void registry_login(const ServiceLogin& login);
+// `config`: the user's remote list ("" for the default).
+void keyserver_login(const std::string& config, const ServiceLogin& login);
 // `config global` (and the refused `config fakeroot`): capsa.conf, cmd_config.cpp.
 void add_config_command(CLI::App& app);
 // `overlay create`: ext3 overlay images and SIF overlay partitions.

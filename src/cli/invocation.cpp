@@ -1,6 +1,9 @@
 #include "cli/invocation.hpp"
 
+#include <algorithm>
 #include <string_view>
+
+#include "cli/global_flags.hpp"
 
 namespace capsa::cli {
 
@@ -23,13 +26,17 @@ Invocation resolve_invocation(int argc, char** argv) {
 }
 
 void hide_secret_arguments(int argc, char** argv) {
-  // -p is --password only after `registry` or `keyserver` (exec's -p is --pid, which has no value);
-  // -P is `key newpair`'s --password (refused, but still in argv until hidden).
-  bool registry = false, key = false;
+  // -p is --password only after `registry`, `keyserver` or `remote` (exec's -p is --pid,
+  // which has no value); -P is `key newpair`'s --password.
+  // The command is the word after the global flags: a container's own arguments that
+  // happen to read "remote -p X" are left alone.
+  std::vector<std::string> args(argv + std::min(argc, 1), argv + argc);
+  const std::size_t command = global_flag_words(args) + 1;
+  const std::string_view called = command < static_cast<std::size_t>(argc) ? argv[command] : "";
+  const bool registry = called == "registry" || called == "keyserver" || called == "remote";
+  const bool key = called == "key";
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
-    if (arg == "registry" || arg == "keyserver") registry = true;
-    if (arg == "key") key = true;
     char* value = nullptr;
     for (std::string_view flag :
          {"--docker-password", "--password", registry ? "-p" : "--docker-password", key ? "-P" : "--docker-password"}) {
@@ -39,6 +46,7 @@ void hide_secret_arguments(int argc, char** argv) {
         value = argv[i] + flag.size() + 1;
     }
     if (registry && arg.size() > 2 && arg.starts_with("-p") && arg[2] != '-') value = argv[i] + 2;  // -pVALUE
+    if (key && arg.size() > 2 && arg.starts_with("-P") && arg[2] != '-') value = argv[i] + 2;       // -PVALUE
     for (; value != nullptr && *value != '\0'; ++value) *value = '*';
   }
 }

@@ -13,7 +13,8 @@ struct Invocation {
 
 Invocation resolve_invocation(int argc, char** argv);
 
-// Overwrites the value of --docker-password (and registry login's -p/--password) in argv (which /proc/PID/cmdline shows
+// Overwrites the value of --docker-password (and the -p/-P/--password of registry, keyserver,
+// remote and key logins) in argv (which /proc/PID/cmdline shows
 // to every user of the machine) once it has been copied into an Invocation.
 void hide_secret_arguments(int argc, char** argv);
 

@@ -24,7 +24,8 @@ namespace {
 struct LibraryCache {
   std::unique_ptr<cache::Cache> cache;
   std::optional<std::string> private_root;
-  explicit LibraryCache(const PullOptions& options) {
+  bool keep = false;  // --no-cleanup
+  explicit LibraryCache(const PullOptions& options) : keep(options.no_cleanup) {
     if (options.disable_cache) {
       private_root = make_private_cache_root(options.tmpdir);
       cache = std::make_unique<cache::Cache>(*private_root);
@@ -34,10 +35,7 @@ struct LibraryCache {
     }
   }
   ~LibraryCache() {
-    if (private_root) {
-      std::error_code ec;
-      std::filesystem::remove_all(*private_root, ec);
-    }
+    if (private_root) remove_private_cache_root(*private_root, keep);
   }
   LibraryCache(const LibraryCache&) = delete;
   LibraryCache& operator=(const LibraryCache&) = delete;

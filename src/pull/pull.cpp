@@ -45,14 +45,12 @@ struct Session {
   std::unique_ptr<registry::RegistryClient> client;
   std::unique_ptr<cache::Cache> cache;
   std::optional<std::string> private_cache_root;  // --disable-cache: removed at the end
+  bool keep_private_cache_root = false;           // --no-cleanup
   Progress* progress = nullptr;
   std::vector<std::string> warnings;
 
   ~Session() {
-    if (private_cache_root) {
-      std::error_code ec;
-      std::filesystem::remove_all(*private_cache_root, ec);
-    }
+    if (private_cache_root) remove_private_cache_root(*private_cache_root, keep_private_cache_root);
   }
   void warn(const std::string& line) {
     warnings.push_back(line);
@@ -84,6 +82,7 @@ std::unique_ptr<Session> open_session(const PullOptions& options, Progress& prog
 
   if (options.disable_cache) {
     session->private_cache_root = make_private_cache_root(options.tmpdir);
+    session->keep_private_cache_root = options.no_cleanup;
     session->cache = std::make_unique<cache::Cache>(*session->private_cache_root);
   } else if (options.cache_dir) {
     session->cache = std::make_unique<cache::Cache>(*options.cache_dir);
@@ -247,6 +246,15 @@ std::string make_private_cache_root(const std::optional<std::string>& tmpdir) {
   buf.push_back('\0');
   if (::mkdtemp(buf.data()) == nullptr) throw_errno("creating a temporary directory for --disable-cache");
   return buf.data();
+}
+
+void remove_private_cache_root(const std::string& root, bool keep) {
+  if (keep) {
+    log::info("Pull performed with no clean up option, temporary directory kept at: " + root);
+    return;
+  }
+  std::error_code ec;
+  std::filesystem::remove_all(root, ec);
 }
 
 bool is_oras_reference(std::string_view reference) { return reference.starts_with(kOrasScheme); }

@@ -40,7 +40,14 @@ struct PullOptions {
   convert::Compressor compressor = convert::Compressor::Zstd;
   std::optional<std::string> cache_dir;     // overrides the environment (tests)
   std::optional<std::string> library;       // --library URL, for library:// references
+  // --no-cleanup: the private directory of a --disable-cache pull (its layers, config and
+  // conversion) is kept and its path printed; a cached pull's layers stay in the cache.
+  bool no_cleanup = false;
 };
+
+// The private cache of a --disable-cache pull, removed at the end unless `keep`
+// (--no-cleanup), which says where it stays.
+void remove_private_cache_root(const std::string& root, bool keep);
 
 struct PullResult {
   std::string output_path;

@@ -252,7 +252,8 @@ void remount_read_only(const std::string& rootfs) {
   if (command.read_only_root && setup.tmpfs_point.empty()) remount_read_only(rootfs);
   enter_root(rootfs);
   std::vector<std::string> env = command.env;
-  if (mode == RootMode::fakeroot_emulated) {
+  const bool emulated = mode == RootMode::fakeroot_emulated && !command.no_root_emulation;
+  if (emulated) {
     // Written after pivot_root: the path resolves inside the sandbox, on the /tmp tmpfs.
     std::ofstream apt(kAptConfigPath);
     apt << kAptConfig;
@@ -260,7 +261,7 @@ void remount_read_only(const std::string& rootfs) {
     if (apt.good() && value_of(env, "APT_CONFIG").empty()) env.push_back(std::string("APT_CONFIG=") + kAptConfigPath);
   }
   if (::chdir(command.cwd.c_str()) != 0) throw_errno("working directory " + command.cwd + " in the sandbox");
-  if (mode == RootMode::fakeroot_emulated) install_fakeroot_seccomp_filter();
+  if (emulated) install_fakeroot_seccomp_filter();
 
   std::string program = find_program(command.argv[0], env);
   std::vector<char*> argv = exec_array(command.argv), envp = exec_array(env);

@@ -40,6 +40,10 @@ struct SandboxCommand {
   // --nvccli: nvidia-container-cli configures the driver on the mounted root before the
   // command starts (instead of `nv`'s bind list); a read-only root gets the tmpfs overlay.
   bool nvccli = false;
+  // --ignore-fakeroot-command: fakeroot_emulated without the seccomp emulation (only uid 0
+  // is mapped; changing owners fails), as Apptainer's root-mapped namespace without the
+  // `fakeroot` command.
+  bool no_root_emulation = false;
 };
 
 // Runs argv inside rootfs (mount namespace; host network; /proc, /sys, /dev, /tmp, host

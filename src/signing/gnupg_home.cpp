@@ -202,11 +202,21 @@ std::vector<PgpKey> GnupgHome::list(bool secret) const {
 }
 
 std::vector<std::string> GnupgHome::import(std::string_view data, const PassphraseSource& passphrase) {
+  return import_keys(data, passphrase, true);
+}
+
+std::vector<std::string> GnupgHome::import_public(std::string_view data) { return import_keys(data, {}, false); }
+
+std::vector<std::string> GnupgHome::import_keys(std::string_view data, const PassphraseSource& passphrase,
+                                                bool secret_allowed) {
   Context ctx = open_context(directory_, &passphrase);
   agent_used_ = true;
   Data in = data_from(data);
   check(gpgme_op_import(ctx.get(), in.get()), "importing keys");
   gpgme_import_result_t result = gpgme_op_import_result(ctx.get());
+  // Before the per-key results: a secret key that could not be stored fails there too.
+  if (!secret_allowed && result != nullptr && result->secret_read > 0)
+    throw Error("it holds a secret key, and this keyring holds public keys only (export the public key alone)");
   std::vector<std::string> fingerprints;
   for (gpgme_import_status_t status = result ? result->imports : nullptr; status; status = status->next) {
     if (gpg_err_code(status->result) != GPG_ERR_NO_ERROR)
@@ -274,6 +284,34 @@ std::string GnupgHome::create_key(const std::string& user_id, unsigned int bits,
   gpgme_genkey_result_t result = gpgme_op_genkey_result(ctx.get());
   if (result == nullptr || result->fpr == nullptr) throw Error("generating a key pair: GnuPG gave no fingerprint");
   return upper(result->fpr);
+}
+
+void GnupgHome::change_passphrase(const std::string& fingerprint, const std::string& current, const std::string& next) {
+  // gpg-agent asks (through the loopback pinentry, with no prompt text to tell them apart)
+  // for the current pass-phrase of a protected key, then for the new one; for a key with
+  // none, only for the new one. Returns how many it asked for.
+  auto passwd = [&](const std::vector<std::string>& answers) {
+    std::size_t asked = 0;
+    PassphraseSource source = [&answers, &asked]() -> std::optional<std::string> {
+      if (asked >= answers.size()) return std::nullopt;
+      return answers[asked++];
+    };
+    Context ctx = open_context(directory_, &source);
+    agent_used_ = true;
+    Key key = find_key(ctx.get(), fingerprint, true);
+    gpgme_error_t err = gpgme_op_passwd(ctx.get(), key.get(), 0);
+    const auto code = gpg_err_code(err);
+    if (code == GPG_ERR_BAD_PASSPHRASE || code == GPG_ERR_NO_PASSPHRASE || code == GPG_ERR_CANCELED)
+      throw Error("setting a new pass-phrase on key " + fingerprint + ": the current pass-phrase is wrong");
+    check(err, "setting a new pass-phrase on key " + fingerprint);
+    return asked;
+  };
+  if (current.empty()) {
+    passwd({next});
+    return;
+  }
+  // Asked once: the key had no pass-phrase and now has `current`; once more sets `next`.
+  if (passwd({current, next}) == 1) passwd({current, next});
 }
 
 std::string GnupgHome::clearsign(const std::string& fingerprint, std::string_view text,

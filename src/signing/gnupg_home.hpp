@@ -65,6 +65,8 @@ class GnupgHome {
   // Imports armored or binary OpenPGP keys; returns the fingerprints it saw. Throws
   // Error when `data` holds no key.
   std::vector<std::string> import(std::string_view data, const PassphraseSource& passphrase = {});
+  // The same for a keyring of public keys only: Error when `data` holds a secret key.
+  std::vector<std::string> import_public(std::string_view data);
   // All public keys (armored: text), or one key's, public or secret.
   std::string export_public(const std::string& fingerprint, bool armor) const;
   std::string export_secret(const std::string& fingerprint, bool armor, const PassphraseSource& passphrase);
@@ -73,6 +75,9 @@ class GnupgHome {
   // Generates an RSA key that certifies and signs; returns its fingerprint. An empty
   // pass-phrase leaves the secret key unprotected.
   std::string create_key(const std::string& user_id, unsigned int bits, const std::string& passphrase);
+  // Protects the secret key `fingerprint` with `next` instead of `current` (empty: the key
+  // has no pass-phrase now, or whichever it has is not known).
+  void change_passphrase(const std::string& fingerprint, const std::string& current, const std::string& next);
   // A clear-signed message (SHA-256) made with the key `fingerprint`.
   std::string clearsign(const std::string& fingerprint, std::string_view text, const PassphraseSource& passphrase);
   // Checks a clear-signed message against the keys of this home. Throws UnknownKeyError
@@ -80,6 +85,8 @@ class GnupgHome {
   ClearsignedMessage verify_clearsigned(std::string_view text) const;
 
  private:
+  std::vector<std::string> import_keys(std::string_view data, const PassphraseSource& passphrase, bool secret_allowed);
+
   std::string directory_;
   bool temporary_ = false;
   mutable bool agent_used_ = false;

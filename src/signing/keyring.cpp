@@ -87,7 +87,7 @@ GnupgHome trusted_public_keys() {
     if (!keys.empty()) trusted.import(keys);
   }
   std::vector<std::string> files = {apptainer_public_keyring()};
-  for (const auto& global : global_public_keyrings()) files.push_back(global);
+  for (const auto& global : administrator_public_keyrings()) files.push_back(global);
   import_files(trusted, files);
   return trusted;
 }

@@ -32,7 +32,8 @@ std::vector<std::string> administrator_public_keyrings();
 GnupgHome public_keys_from(const std::vector<std::string>& files);
 
 // A throw-away home holding every public key the user trusts: capsa's keyring,
-// Apptainer's public keyring and the global ones. What verification checks signatures against.
+// Apptainer's public keyring and the administrator's (capsa's global keyring, which
+// `key --global` manages, and Apptainer's). What verification checks signatures against.
 GnupgHome trusted_public_keys();
 
 }  // namespace capsa::signing

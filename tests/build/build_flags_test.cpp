@@ -1,5 +1,7 @@
-// `capsa build --json`, `--mksquashfs-args`, `--writable-tmpfs` and `--nvccli` end to end,
-// as root and as the unprivileged test user (whose builds run in a user namespace).
+// `capsa build --json`, `--mksquashfs-args`, `--writable-tmpfs`, `--nvccli`, `--mount`,
+// `--no-cleanup` and the fakeroot fall-backs (`--ignore-subuid`, `--ignore-fakeroot-command`,
+// `--ignore-userns`) end to end, as root and as the unprivileged test user (whose builds
+// run in a user namespace).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -172,6 +174,103 @@ TEST_F(Build, NvccliSetsTheDriverUpForPostAndTest) {
     EXPECT_NE(missing.err.find("--nvccli needs nvidia-container-cli on PATH"), std::string::npos) << missing.err;
   }
   EXPECT_FALSE(fs::exists(work / "never.sif"));
+  EXPECT_TRUE(leftovers().empty());
+}
+
+// --mount: the actions' Docker-style spec, bound for %post and %test (APPTAINER_MOUNT too);
+// a bad spec is one line, before anything is fetched.
+TEST_F(Build, MountBindsAHostDirectoryForPostAndTest) {
+  fs::create_directories(work / "host-data");
+  work.write("host-data/value", "mounted\n");
+  const std::string recipe = def("mount.def", "Bootstrap: docker\nFrom: " + registry("public/busybox:1.0") +
+                                                  "\n%post\n    cp /host-mnt/value /copied\n"
+                                                  "%test\n    grep -q mounted /host-mnt/value && echo mount-seen\n"
+                                                  "    ! touch /host-mnt/new 2>/dev/null && echo mount-read-only\n");
+  const std::string spec = "type=bind,src=" + (work / "host-data") + ",dst=/host-mnt,ro";
+  const std::string sif = work / "mount.sif";
+  auto built = capsa({"build", "--mount", spec, sif, recipe});
+  ASSERT_EQ(built.exit_code, 0) << built.err;
+  EXPECT_NE(built.out.find("mount-seen"), std::string::npos) << built.out << built.err;
+  EXPECT_NE(built.out.find("mount-read-only"), std::string::npos) << built.out << built.err;
+  EXPECT_EQ(capsa({"exec", sif, "cat", "/copied"}).out, "mounted\n");
+  EXPECT_FALSE(fs::exists(work / "host-data/new"));
+  auto from_env = capsa({"build", "-T", work / "env.sif", recipe}, {"APPTAINER_MOUNT=" + spec});
+  EXPECT_EQ(from_env.exit_code, 0) << from_env.err;
+  EXPECT_EQ(capsa({"exec", work / "env.sif", "cat", "/copied"}).out, "mounted\n");
+
+  auto bad = capsa({"build", "--mount", "type=volume,src=x,dst=/y", work / "never.sif", recipe});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_EQ(lines_of(bad.err), 1) << bad.err;
+  EXPECT_FALSE(fs::exists(work / "never.sif"));
+  EXPECT_TRUE(leftovers().empty());
+}
+
+// --no-cleanup keeps the build directory, failed or not, and says where; without it a
+// failed build leaves nothing.
+TEST_F(Build, NoCleanupKeepsTheBuildDirectoryAndSaysWhere) {
+  const std::string recipe = def("fails.def", "Bootstrap: docker\nFrom: " + registry("public/busybox:1.0") +
+                                                  "\n%post\n    echo left > /evidence\n    exit 3\n");
+  // Emulated for the test user: what stays is theirs to look at and remove.
+  const std::vector<std::string> env = {"CAPSA_FAKEROOT_MODE=emulated"};
+  auto failed = capsa({"build", work / "never.sif", recipe}, env);
+  EXPECT_EQ(failed.exit_code, 3) << failed.err;
+  EXPECT_TRUE(leftovers().empty());
+
+  auto kept = capsa({"build", "--no-cleanup", work / "never.sif", recipe}, env);
+  EXPECT_EQ(kept.exit_code, 3) << kept.err;
+  const std::string marker = "build directory kept at: ";
+  const auto at = kept.err.find(marker);
+  ASSERT_NE(at, std::string::npos) << kept.err;
+  const std::string dir = kept.err.substr(at + marker.size(), kept.err.find('\n', at) - at - marker.size());
+  EXPECT_EQ(dir.rfind(tmp + "/capsa-build-", 0), 0u) << dir;
+  EXPECT_EQ(test::read_file(dir + "/stage-0/evidence"), "left\n");  // the first stage's root
+  EXPECT_FALSE(fs::exists(work / "never.sif"));
+  std::error_code ignored;
+  fs::remove_all(dir, ignored);
+  const std::size_t before = leftovers().size();
+
+  const std::string works = def("works.def", "Bootstrap: docker\nFrom: " + registry("public/busybox:1.0") + "\n");
+  auto built = capsa({"build", work / "built.sif", works}, {"APPTAINER_NO_CLEANUP=1", env[0]});
+  ASSERT_EQ(built.exit_code, 0) << built.err;
+  EXPECT_NE(built.err.find(marker + tmp + "/capsa-build-"), std::string::npos) << built.err;
+  EXPECT_EQ(leftovers().size(), before + 1);
+}
+
+// Apptainer's fall-backs, seen through chown in %post: the emulated mode (--ignore-subuid)
+// makes it succeed without effect, the mode without emulation (--ignore-fakeroot-command)
+// fails it (only uid 0 is mapped), and real root (root's --ignore-userns) really does it.
+TEST_F(Build, IgnoreFlagsChooseTheFakerootFallBack) {
+  const std::string recipe = def("chown.def", "Bootstrap: docker\nFrom: " + registry("public/busybox:1.0") +
+                                                  "\n%post\n    id -u > /uid\n"
+                                                  "    if chown 1234:1234 /uid; then echo chowned; else echo refused; "
+                                                  "fi > /chown\n");
+  auto result_of = [&](const std::vector<std::string>& flags, const std::string& name) {
+    std::vector<std::string> args = {"build"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    args.insert(args.end(), {work / name, recipe});
+    auto built = capsa(args);
+    EXPECT_EQ(built.exit_code, 0) << name << ": " << built.err;
+    return capsa({"exec", work / name, "sh", "-c", "cat /uid /chown; stat -c %u /uid"}).out;
+  };
+  // The image records /uid as root's, which an unprivileged exec shows as nobody's.
+  const std::string root_owned = is_root() ? "0\n" : "65534\n";
+  EXPECT_EQ(result_of({"--fakeroot", "--ignore-subuid"}, "emulated.sif"), "0\nchowned\n" + root_owned);
+  EXPECT_EQ(result_of({"--fakeroot", "--ignore-subuid", "--ignore-fakeroot-command"}, "single.sif"),
+            "0\nrefused\n" + root_owned);
+  auto env_single = capsa({"build", "--fakeroot", work / "env.sif", recipe},
+                          {"APPTAINER_IGNORE_SUBUID=1", "APPTAINER_IGNORE_FAKEROOT_COMMAND=1"});
+  EXPECT_EQ(env_single.exit_code, 0) << env_single.err;
+  EXPECT_EQ(capsa({"exec", work / "env.sif", "cat", "/chown"}).out, "refused\n");
+  if (is_root()) {
+    EXPECT_EQ(result_of({"--fakeroot", "--ignore-userns"}, "real.sif"), "0\nchowned\n1234\n");
+  } else {
+    auto refused = capsa({"build", "--ignore-userns", work / "never.sif", recipe});
+    EXPECT_EQ(refused.exit_code, 1);
+    EXPECT_EQ(lines_of(refused.err), 1) << refused.err;
+    EXPECT_NE(refused.err.find("--ignore-userns: an unprivileged build needs a user namespace"), std::string::npos)
+        << refused.err;
+    EXPECT_FALSE(fs::exists(work / "never.sif"));
+  }
   EXPECT_TRUE(leftovers().empty());
 }
 

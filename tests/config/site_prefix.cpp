@@ -24,10 +24,15 @@ SitePrefix::SitePrefix() {
   const fs::path built = fs::path(test::capsa_binary()).parent_path();
   fs::copy_file(test::capsa_binary(), path_ + "/bin/capsa");
   fs::copy_file(built / "capsa-full", path_ + "/libexec/capsa/capsa-full");
-  // Removed when the test binary exits.
+  // Removed when the test binary exits. Not through get(): the handler is registered while
+  // the static SitePrefix is being made, so its destructor runs first ([basic.start.term]),
+  // and the prefix (250 MB of binaries) was left behind. This string is made before the
+  // handler is registered, and so outlives it.
+  static std::string removed_at_exit;
+  removed_at_exit = path_;
   std::atexit([] {
     std::error_code ignored;
-    fs::remove_all(SitePrefix::get().path(), ignored);
+    fs::remove_all(removed_at_exit, ignored);
   });
 }
 

@@ -3,13 +3,21 @@
 // into an empty keyring and fetched by verify; an unknown key, an unreachable keyserver
 // and a malformed URI each fail in one line. Root and test user (the keyring and
 // remote.yaml are the user's).
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <csignal>
 #include <filesystem>
 #include <memory>
 
+#include "../config/site_prefix.hpp"
 #include "sks_server.hpp"
+#include "support/background.hpp"
 #include "support/isolated_capsa.hpp"
 #include "support/process.hpp"
 #include "support/temp_dir.hpp"
@@ -44,6 +52,11 @@ class KeyserverCli : public ::testing::Test {
                       const std::string& home = "home") {
     const auto argv = test::isolated_capsa_argv({.home = work / home}, args);
     return test::run_process(argv, input, 120);
+  }
+  // The same with the installation of the suite's own (its global keyring is the test's).
+  ProcessResult site_capsa(const std::vector<std::string>& args, const std::string& home = "home") {
+    const std::string binary = config::testing::SitePrefix::get().path() + "/bin/capsa";
+    return test::run_process(test::isolated_capsa_argv({.home = work / home, .binary = binary}, args), "", 120);
   }
 
   std::string remote_file(const std::string& home = "home") { return work / (home + "/.apptainer/remote.yaml"); }
@@ -222,12 +235,122 @@ TEST_F(KeyserverCli, UnknownKeyUnreachableKeyserverAndMalformedUriFailInOneLine)
   EXPECT_NE(fingerprint, "");
 }
 
+// A listening socket that never accepts: a request to it waits until the test ends.
+struct SilentServer {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  std::string url;
+  SilentServer() {
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+    EXPECT_EQ(::listen(fd, 4), 0);  // connections wait in the backlog, never answered
+    socklen_t length = sizeof address;
+    EXPECT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length), 0);
+    url = "http://127.0.0.1:" + std::to_string(ntohs(address.sin_port));
+  }
+  ~SilentServer() { ::close(fd); }
+};
+
+TEST_F(KeyserverCli, NewpairPushSendsTheNewKeyAndItsPasswordLeavesTheProcessList) {
+  use_test_keyserver();
+  auto made = capsa(
+      {"key", "newpair", "-N", "Newpair Pushed", "-E", "np@example.org", "-b", "2048", "--push", "--password-stdin"},
+      "\n");
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  const std::string fingerprint = fingerprint_in(made.out);
+  ASSERT_EQ(fingerprint.size(), 40u) << made.out;
+  EXPECT_NE(made.out.find("Key successfully pushed to keystore\n"), std::string::npos) << made.out;
+  ProcessResult found;
+  EXPECT_TRUE(test::eventually(
+      [&] {
+        found = capsa({"key", "search", "--long-list", fingerprint});
+        return found.exit_code == 0;
+      },
+      20))
+      << found.err;
+  EXPECT_NE(found.out.find(fingerprint), std::string::npos) << found.out;
+
+  // A keyserver that never answers: the key is made, the push waits, and meanwhile -P's
+  // pass-phrase is not in the process list.
+  SilentServer silent;
+  ASSERT_EQ(capsa({"keyserver", "add", "--order", "1", silent.url}).exit_code, 0);
+  const std::string secret = "pushed-phrase-" + std::to_string(::getpid());
+  test::Background pushing(
+      test::isolated_capsa_argv({.home = work / "home"}, {"key", "newpair", "-N", "Silent", "-E", "s@example.org", "-b",
+                                                          "2048", "-U", "-P", secret}),
+      work / "err");
+  std::string shown;
+  const bool hidden = test::eventually(
+      [&] {
+        shown = test::read_file("/proc/" + std::to_string(pushing.pid()) + "/cmdline");
+        std::replace(shown.begin(), shown.end(), '\0', ' ');
+        return shown.find("newpair") != std::string::npos && shown.find(secret) == std::string::npos;
+      },
+      20);
+  EXPECT_TRUE(hidden) << shown;
+  EXPECT_NE(shown.find("-P " + std::string(secret.size(), '*')), std::string::npos) << shown;
+  // Killed while it waits: the gpg-agent it started for the keyring must not outlive the test.
+  pushing.signal(SIGKILL);
+  pushing.wait();
+  test::run_process({"gpgconf", "--homedir", work / "home/.capsa/keys", "--kill", "gpg-agent"});
+}
+
+TEST_F(KeyserverCli, GlobalKeyringPullsAndPushesThroughTheKeyserver) {
+  use_test_keyserver();
+  const std::string global = config::testing::SitePrefix::get().path() + "/etc/capsa/global-pgp-public";
+  std::filesystem::remove(global);
+  const std::string fingerprint = new_key("Global Pulled");
+  ASSERT_EQ(capsa({"key", "push", fingerprint}).exit_code, 0);
+  // Another user's HOME, the same remotes: the key reaches the global keyring, not theirs.
+  fs::create_directories(work / "other/.apptainer");
+  fs::copy_file(remote_file(), remote_file("other"));
+  ProcessResult pulled;
+  ASSERT_TRUE(test::eventually(
+      [&] {
+        pulled = site_capsa({"key", "pull", "--global", fingerprint}, "other");
+        return pulled.exit_code == 0;
+      },
+      20))
+      << pulled.err;
+  EXPECT_EQ(pulled.out, "1 key(s) added to keyring of trust " + global + "\n");
+  EXPECT_NE(site_capsa({"key", "list", "-g"}, "other").out.find(fingerprint), std::string::npos);
+  EXPECT_EQ(capsa({"key", "list"}, "", "other").out.find(fingerprint), std::string::npos);
+  EXPECT_EQ(site_capsa({"key", "pull", "-g", fingerprint}, "other").out.find("0 key(s) added"), 0u);
+
+  // Pushed from the global keyring by someone whose own keyring lacks it.
+  auto pushed = site_capsa({"key", "push", "--global", fingerprint}, "other");
+  EXPECT_EQ(pushed.exit_code, 0) << pushed.err;
+  EXPECT_EQ(pushed.out, "public key `" + fingerprint + "' pushed to server successfully\n");
+  expect_one_line_failure(site_capsa({"key", "push", fingerprint}, "other"), "the keyring holds no public key");
+}
+
+TEST_F(KeyserverCli, LoginPasswordFlagAndRemoteLoginOfAKeyserver) {
+  use_test_keyserver();
+  const std::string token = "capsa-flag-token-" + std::to_string(::getpid());
+  auto in = capsa({"keyserver", "login", "-p", token, server->url()});
+  ASSERT_EQ(in.exit_code, 0) << in.err;
+  EXPECT_EQ((in.out + in.err).find(token), std::string::npos);
+  EXPECT_NE(test::read_file(remote_file()).find("Auth: Bearer " + token), std::string::npos);
+  ASSERT_EQ(capsa({"keyserver", "logout", server->url()}).exit_code, 0);
+
+  // `remote login URI` of a keyserver is a keyserver login, as Apptainer's.
+  auto remote = capsa({"remote", "login", "--username", "bob", "--password-stdin", server->url()}, "pw\n");
+  ASSERT_EQ(remote.exit_code, 0) << remote.err;
+  EXPECT_NE(remote.err.find("ran 'keyserver login'"), std::string::npos) << remote.err;
+  EXPECT_NE(test::read_file(remote_file()).find("Auth: Basic Ym9iOnB3"), std::string::npos)
+      << test::read_file(remote_file());
+  expect_one_line_failure(capsa({"remote", "login", "-p", "x", "https://never.added.example"}),
+                          "was added to a remote");
+}
+
 TEST_F(KeyserverCli, LoginKeepsTheCredentialsInTheUsersFileOnly) {
   use_test_keyserver();
   const std::string token = "capsa-keyserver-token-7f3a";
   expect_one_line_failure(capsa({"keyserver", "login", "https://never.added.example"}, token + "\n"),
                           "was added to a remote");
-  expect_one_line_failure(capsa({"keyserver", "login", "--password", token, server->url()}), "--password");
+  expect_one_line_failure(capsa({"keyserver", "login", "--password", token, "--password-stdin", server->url()}),
+                          "--password");
   auto in = capsa({"keyserver", "login", "--password-stdin", server->url()}, token + "\n");
   ASSERT_EQ(in.exit_code, 0) << in.err;
   EXPECT_EQ(in.err.find(token), std::string::npos);

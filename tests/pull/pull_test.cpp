@@ -179,6 +179,38 @@ TEST_F(Pull, DisableCacheKeepsNothing) {
               capsa({"cache", "list"}).out.find("There are 0 container file(s)") != std::string::npos);
 }
 
+// --no-cleanup: the private directory of a --disable-cache pull stays, and the pull says
+// where (APPTAINER_NO_CLEANUP as well); without it nothing stays.
+TEST_F(Pull, NoCleanupKeepsTheDisableCacheDirectoryAndSaysWhere) {
+  const std::string tmp = work / "tmp";
+  std::filesystem::create_directories(tmp);
+  auto entries = [&] {
+    std::vector<std::string> names;
+    for (const auto& entry : std::filesystem::directory_iterator(tmp)) names.push_back(entry.path());
+    return names;
+  };
+  for (const std::vector<std::string>& how : {std::vector<std::string>{"--no-cleanup"}, std::vector<std::string>{}}) {
+    std::vector<std::string> args = {"pull", "--disable-cache", "--nohttps", "--tmpdir", tmp};
+    args.insert(args.end(), how.begin(), how.end());
+    args.insert(args.end(), {out("kept-" + std::to_string(how.size()) + ".sif"), plain("public/busybox:1.0")});
+    auto kept =
+        capsa(args, how.empty() ? std::vector<std::string>{"APPTAINER_NO_CLEANUP=1"} : std::vector<std::string>{});
+    ASSERT_EQ(kept.exit_code, 0) << kept.err;
+    const std::string marker = "temporary directory kept at: ";
+    const auto at = kept.err.find(marker);
+    ASSERT_NE(at, std::string::npos) << kept.err;
+    const std::string dir = kept.err.substr(at + marker.size(), kept.err.find('\n', at) - at - marker.size());
+    EXPECT_EQ(dir.rfind(tmp + "/capsa-pull-", 0), 0u) << dir;
+    EXPECT_TRUE(std::filesystem::is_directory(dir) && !std::filesystem::is_empty(dir)) << dir;
+  }
+  EXPECT_EQ(entries().size(), 2u);
+  auto cleaned =
+      capsa({"pull", "--disable-cache", "--nohttps", "--tmpdir", tmp, out("gone.sif"), plain("public/busybox:1.0")});
+  ASSERT_EQ(cleaned.exit_code, 0) << cleaned.err;
+  EXPECT_EQ(cleaned.err.find("kept at"), std::string::npos) << cleaned.err;
+  EXPECT_EQ(entries().size(), 2u) << "a pull without --no-cleanup left its directory";
+}
+
 TEST_F(Pull, NgcStyleCredentialsOpenAPrivateRepository) {
   const auto& reg = test::test_registry();
   // The key travels in the environment, as cluster guides tell users to set it.

@@ -175,6 +175,49 @@ TEST_F(RegistryLogin, BasicRegistryLoginAndBadArguments) {
   EXPECT_NE(no_user.err.find("--username"), std::string::npos) << no_user.err;
 }
 
+// Apptainer's `remote login` of a docker:// or oras:// URI is a registry login: the same
+// check, the same file, -u/-p/--password-stdin, and -i for a registry over plain http.
+TEST_F(RegistryLogin, RemoteLoginOfARegistryUriIsARegistryLogin) {
+  const auto& r = test::test_registry();
+  auto basic = capsa({"remote", "login", "--username", r.basic_user, "--password-stdin", "docker://" + r.basic},
+                     r.basic_password + "\n");
+  ASSERT_EQ(basic.exit_code, 0) << basic.err;
+  EXPECT_NE(basic.err.find("ran 'registry login'"), std::string::npos) << basic.err;
+  EXPECT_NE(basic.err.find("Token stored in " + config), std::string::npos) << basic.err;
+  EXPECT_EQ((basic.out + basic.err).find(r.basic_password), std::string::npos) << "the secret was printed";
+  EXPECT_EQ(credentials_from_docker_config(config, r.basic)->password, r.basic_password);
+  EXPECT_EQ(mode_of(config), 0600u);
+
+  auto token = capsa({"remote", "login", "-u", "$oauthtoken", "--password-stdin", "oras://" + r.token}, r.api_key);
+  ASSERT_EQ(token.exit_code, 0) << token.err;
+  EXPECT_EQ(credentials_from_docker_config(config, r.token)->password, r.api_key);
+  auto wrong = capsa({"remote", "login", "-u", "$oauthtoken", "--password-stdin", "oras://" + r.token}, "nope");
+  EXPECT_EQ(wrong.exit_code, 1);
+  EXPECT_NE(wrong.err.find("401"), std::string::npos) << wrong.err;
+  EXPECT_EQ(credentials_from_docker_config(config, r.token)->password, r.api_key) << "a failed login replaced one";
+
+  // The plain-HTTP registry: refused over https, logged in to with --insecure.
+  auto tls = capsa({"remote", "login", "-u", "anyone", "--password-stdin", "docker://" + r.plain}, "pw");
+  EXPECT_EQ(tls.exit_code, 1) << tls.err;
+  EXPECT_FALSE(credentials_from_docker_config(config, r.plain));
+  auto insecure = capsa({"remote", "login", "-i", "-u", "anyone", "--password-stdin", "docker://" + r.plain}, "pw");
+  ASSERT_EQ(insecure.exit_code, 0) << insecure.err;
+  EXPECT_EQ(credentials_from_docker_config(config, r.plain)->username, "anyone");
+
+  // Flags that belong to registries, given for a library remote, and the other way round.
+  ASSERT_EQ(capsa({"remote", "add", "--no-login", "lib", "https://library.example.org"}).exit_code, 0);
+  for (const auto& [args, says] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"remote", "login", "-u", "x", "lib"}, "--username applies to docker://"},
+           {{"remote", "login", "--insecure", "lib"}, "--insecure applies to docker://"},
+           {{"remote", "login", "--tokenfile", "/dev/null", "-u", "x", "docker://" + r.basic}, "--tokenfile"},
+       }) {
+    auto refused = capsa(args, "pw");
+    EXPECT_EQ(refused.exit_code, 1) << says;
+    EXPECT_EQ(lines(refused.err), 1) << refused.err;
+    EXPECT_NE(refused.err.find(says), std::string::npos) << refused.err;
+  }
+}
+
 // -p/--password is visible to every user in /proc/PID/cmdline: capsa overwrites it as it
 // starts, and the login (held up by a registry that never answers) runs with it hidden.
 TEST_F(RegistryLogin, PasswordFlagIsHiddenFromTheProcessList) {
@@ -203,6 +246,20 @@ TEST_F(RegistryLogin, PasswordFlagIsHiddenFromTheProcessList) {
   EXPECT_TRUE(hidden) << shown;
   EXPECT_NE(shown.find("-p " + std::string(secret.size(), '*')), std::string::npos) << shown;
   EXPECT_FALSE(login.finished()) << "the login was meant to be waiting for the registry";
+
+  // `remote login -p` of a registry: the same.
+  test::Background remote(
+      {"env", "HOME=" + home, test::capsa_binary(), "remote", "login", "-u", "me", "-p", secret, registry},
+      work / "remote-err");
+  const bool remote_hidden = test::eventually(
+      [&] {
+        shown = test::read_file("/proc/" + std::to_string(remote.pid()) + "/cmdline");
+        std::replace(shown.begin(), shown.end(), '\0', ' ');
+        return shown.find("remote login") != std::string::npos && shown.find(secret) == std::string::npos;
+      },
+      20);
+  EXPECT_TRUE(remote_hidden) << shown;
+  EXPECT_NE(shown.find("-p " + std::string(secret.size(), '*')), std::string::npos) << shown;
 }
 
 }  // namespace

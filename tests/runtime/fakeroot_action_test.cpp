@@ -248,6 +248,40 @@ TEST(FakerootFlags, WithoutRangesSubidIsRefusedInOneLine) {
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
 }
 
+// --ignore-userns (Apptainer's): no user namespace. Root runs in the host's (its uid map
+// is the whole range) even with --userns or --fakeroot; anyone else needs one, and is
+// told so in one line before anything is mounted.
+TEST(FakerootFlags, IgnoreUsernsRunsRootWithoutAUserNamespace) {
+  const std::vector<std::string> host_map = {"0", "0", "4294967295"};
+  if (::geteuid() != 0) {
+    std::string before = testing::mount_table();
+    for (const std::vector<std::string>& env : {std::vector<std::string>{}, {"APPTAINER_IGNORE_USERNS=1"}}) {
+      std::vector<std::string> args = {"exec"};
+      if (env.empty()) args.emplace_back("--ignore-userns");
+      args.insert(args.end(), {testing::busybox_sif(), "true"});
+      auto r = capsa(args, env);
+      EXPECT_EQ(r.exit_code, 1);
+      EXPECT_EQ(r.out, "");
+      EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+      EXPECT_NE(r.err.find("--ignore-userns: an unprivileged container needs a user namespace"), std::string::npos)
+          << r.err;
+    }
+    EXPECT_EQ(testing::mount_table(), before);
+    return;
+  }
+  for (const char* flag : {"--userns", "--fakeroot"}) {
+    auto in_namespace = capsa({"exec", flag, testing::busybox_sif(), "cat", "/proc/self/uid_map"});
+    ASSERT_EQ(in_namespace.exit_code, 0) << in_namespace.err;
+    EXPECT_NE(words(in_namespace.out), host_map) << flag << " made no user namespace: the check proves nothing";
+    auto ignored = capsa({"exec", flag, "--ignore-userns", testing::busybox_sif(), "cat", "/proc/self/uid_map"});
+    ASSERT_EQ(ignored.exit_code, 0) << ignored.err;
+    EXPECT_EQ(words(ignored.out), host_map) << flag;
+    auto from_env =
+        capsa({"exec", flag, testing::busybox_sif(), "cat", "/proc/self/uid_map"}, {"APPTAINER_IGNORE_USERNS=1"});
+    EXPECT_EQ(words(from_env.out), host_map) << flag << from_env.err;
+  }
+}
+
 // apt-get from the Debian mirror the image's sources name (deb.debian.org, which this
 // machine's apt uses too), as root-in-the-container.
 class FakerootApt : public ::testing::TestWithParam<Mode> {

@@ -1,13 +1,16 @@
 // capsa key newpair/list/export/import/remove in a private HOME, and the keys moving to
-// and from GnuPG and Apptainer's keyring files.
+// and from GnuPG and Apptainer's keyring files; --global on an installation of the test's
+// own (config/site_prefix.hpp), and pass-phrases given with -P or renewed on import.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 
+#include "../config/site_prefix.hpp"
 #include "keyring_sandbox.hpp"
 #include "support/process.hpp"
 #include "support/test_env.hpp"
+#include "support/unprivileged.hpp"
 
 namespace capsa::signing {
 namespace {
@@ -190,6 +193,143 @@ TEST(Key, KeysdirChoosesTheKeyring) {
   run_process({"gpgconf", "--homedir", elsewhere, "--kill", "gpg-agent"});
 }
 
+// The installed capsa of the suite's own prefix, `input` on its standard input.
+test::ProcessResult site_capsa(const std::vector<std::string>& args, const std::string& input = "") {
+  std::vector<std::string> argv = {config::testing::SitePrefix::get().path() + "/bin/capsa"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run_process(argv, input);
+}
+
+// Stops the keyring's gpg-agent, so that no pass-phrase it cached answers for the next command.
+void forget_passphrases(const KeyringSandbox& sandbox) {
+  run_process({"gpgconf", "--homedir", sandbox.keys_directory(), "--kill", "gpg-agent"});
+}
+
+TEST(Key, GlobalKeyringIsChangedByItsOwnerAndTrustedByVerify) {
+  KeyringSandbox sandbox;
+  const std::string global = config::testing::SitePrefix::get().path() + "/etc/capsa/global-pgp-public";
+  std::filesystem::remove(global);
+  const std::string image = test::sif_fixture("images/one-group-signed-pgp.sif");
+  auto empty = site_capsa({"key", "list", "--global"});
+  ASSERT_EQ(empty.exit_code, 0) << empty.err;
+  EXPECT_EQ(empty.out, "Public key listing (" + global + "):\n\n");
+  EXPECT_NE(site_capsa({"verify", "--local", image}).exit_code, 0);
+
+  // The suite made this installation, so its user may change its keyring (as root may).
+  auto imported = site_capsa({"key", "import", "-g", test::sif_fixture("keys/pgp-public.asc")});
+  ASSERT_EQ(imported.exit_code, 0) << imported.err;
+  EXPECT_EQ(imported.out, std::string("Key with fingerprint ") + test::kUpstreamPgpFingerprint +
+                              " successfully added to the global keyring " + global + "\n");
+  EXPECT_EQ(std::filesystem::status(global).permissions() & std::filesystem::perms::all,
+            std::filesystem::perms::owner_read | std::filesystem::perms::owner_write |
+                std::filesystem::perms::group_read | std::filesystem::perms::others_read);
+  // Binary OpenPGP keys, as Apptainer's global-pgp-public: GnuPG reads the file.
+  EXPECT_FALSE(read_file(global).starts_with("-----BEGIN"));
+  {
+    test::TempDir gnupg;
+    auto read = run_process({"gpg", "--batch", "--homedir", gnupg.path(), "--import", global});
+    EXPECT_EQ(read.exit_code, 0) << read.err;
+    run_process({"gpgconf", "--homedir", gnupg.path(), "--kill", "gpg-agent"});
+  }
+  auto listed = site_capsa({"key", "list", "-g"});
+  EXPECT_EQ(listed.out.rfind("Public key listing (" + global + "):\n\n0)  User:              Unit Test", 0), 0u)
+      << listed.out;
+  EXPECT_EQ(fingerprint_in(listed.out), test::kUpstreamPgpFingerprint);
+  EXPECT_EQ(fingerprint_in(site_capsa({"key", "list"}).out), "") << "the user's keyring got the key";
+
+  // verify trusts the administrator's keys, with nothing in the user's keyring.
+  auto verified = site_capsa({"verify", "--local", image});
+  EXPECT_EQ(verified.exit_code, 0) << verified.err;
+  EXPECT_NE(verified.out.find(std::string("Fingerprint: ") + test::kUpstreamPgpFingerprint), std::string::npos);
+
+  const std::string exported = sandbox.dir() / "global.asc";
+  auto out = site_capsa({"key", "export", "--global", "--armor", exported});
+  ASSERT_EQ(out.exit_code, 0) << out.err;
+  EXPECT_TRUE(read_file(exported).starts_with("-----BEGIN PGP PUBLIC KEY BLOCK-----"));
+
+  // A secret key never goes into it, and the file stays as it was.
+  const std::string before = read_file(global);
+  ASSERT_EQ(capsa({"key", "newpair", "-N", "S", "-E", "s@x", "-b", "2048", "--password-stdin"}, "\n").exit_code, 0);
+  const std::string secret_file = sandbox.dir() / "secret.asc";
+  ASSERT_EQ(capsa({"key", "export", "--secret", "--armor", "--password-stdin", secret_file}, "\n").exit_code, 0);
+  auto refused = site_capsa({"key", "import", "--global", secret_file});
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_EQ(lines(refused.err), 1) << refused.err;
+  EXPECT_NE(refused.err.find("holds public keys only"), std::string::npos) << refused.err;
+  EXPECT_EQ(read_file(global), before);
+
+  // Someone who owns neither this installation nor the configured one is told to be root.
+  if (::geteuid() != 0 || test::test_user()) {
+    const std::string key_file = test::sif_fixture("keys/pgp-public.asc");
+    const int status = test::run_as_test_user([&] {
+      test::ChildChecks checks;
+      for (const std::vector<std::string>& args :
+           {std::vector<std::string>{"key", "import", "--global", key_file},
+            std::vector<std::string>{"key", "remove", "--global", test::kUpstreamPgpFingerprint}}) {
+        std::vector<std::string> argv = {"env", "HOME=/tmp", test::capsa_binary()};
+        argv.insert(argv.end(), args.begin(), args.end());
+        auto denied = run_process(argv);
+        checks.expect(denied.exit_code == 1, args[1] + ": exit " + std::to_string(denied.exit_code) + " " + denied.err);
+        checks.expect(lines(denied.err) == 1 && denied.err.find("run it as root") != std::string::npos, denied.err);
+      }
+      return checks.report();
+    });
+    EXPECT_EQ(status, 0);
+  }
+
+  auto removed = site_capsa({"key", "remove", "--global", test::kUpstreamPgpFingerprint});
+  ASSERT_EQ(removed.exit_code, 0) << removed.err;
+  EXPECT_EQ(fingerprint_in(site_capsa({"key", "list", "-g"}).out), "");
+  EXPECT_NE(site_capsa({"verify", "--local", image}).exit_code, 0);
+}
+
+TEST(Key, ImportNewPasswordProtectsTheSecretKeyWithTheNewPassPhrase) {
+  KeyringSandbox sandbox;
+  const std::string image = sandbox.copy_fixture("images/one-group.sif", "signed.sif");
+  // A protected key (the old pass-phrase first on stdin), then an unprotected one (an empty line).
+  for (const std::string& old_phrase : {std::string("old phrase"), std::string()}) {
+    auto made =
+        capsa({"key", "newpair", "-N", "Renew", "-E", "r@x", "-b", "2048", "--password-stdin"}, old_phrase + "\n");
+    ASSERT_EQ(made.exit_code, 0) << made.err;
+    const std::string fingerprint = fingerprint_in(capsa({"key", "list", "--secret"}).out);
+    const std::string file = sandbox.dir() / "renew.gpg";
+    ASSERT_EQ(capsa({"key", "export", "--secret", "--password-stdin", file}, old_phrase + "\n").exit_code, 0);
+    ASSERT_EQ(capsa({"key", "remove", "--both", fingerprint}).exit_code, 0);
+
+    auto one_line = capsa({"key", "import", "--new-password", "--password-stdin", file}, old_phrase);
+    EXPECT_EQ(one_line.exit_code, 1);
+    EXPECT_NE(one_line.err.find("reads two lines"), std::string::npos) << one_line.err;
+    auto imported = capsa({"key", "import", "--new-password", "--password-stdin", file}, old_phrase + "\nnew phrase\n");
+    ASSERT_EQ(imported.exit_code, 0) << imported.err;
+    EXPECT_NE(imported.out.find("successfully added to the private keyring"), std::string::npos) << imported.out;
+    EXPECT_EQ((imported.out + imported.err).find("new phrase"), std::string::npos);
+
+    forget_passphrases(sandbox);
+    auto with_old = capsa({"sign", "--password-stdin", image}, old_phrase + "\n");
+    EXPECT_NE(with_old.exit_code, 0) << "the old pass-phrase still unlocks the key";
+    forget_passphrases(sandbox);
+    auto with_new = capsa({"sign", "--password-stdin", image}, "new phrase\n");
+    EXPECT_EQ(with_new.exit_code, 0) << with_new.err;
+    ASSERT_EQ(capsa({"key", "remove", "--both", fingerprint}).exit_code, 0);
+  }
+}
+
+TEST(Key, NewpairPasswordFlagProtectsTheKey) {
+  KeyringSandbox sandbox;
+  const std::string phrase = "flag phrase " + std::to_string(::getpid());
+  auto made = capsa({"key", "newpair", "-N", "Flag", "-E", "f@x", "-b", "2048", "-P", phrase});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  EXPECT_EQ((made.out + made.err).find(phrase), std::string::npos);
+  const std::string image = sandbox.copy_fixture("images/one-group.sif", "signed.sif");
+  forget_passphrases(sandbox);
+  EXPECT_NE(capsa({"sign", "--password-stdin", image}, "\n").exit_code, 0) << "the key has no pass-phrase";
+  forget_passphrases(sandbox);
+  auto signed_ = capsa({"sign", "--password-stdin", image}, phrase + "\n");
+  EXPECT_EQ(signed_.exit_code, 0) << signed_.err;
+  // --password=VALUE too.
+  ASSERT_EQ(capsa({"key", "newpair", "-N", "Eq", "-E", "e@x", "-b", "2048", "--password=" + phrase}).exit_code, 0);
+}
+
 TEST(Key, BadInputIsOneLineAndPassPhrasesStayOffTheCommandLine) {
   KeyringSandbox sandbox;
   const std::string not_a_key = sandbox.dir().write("not-a-key.txt", "hello\n");
@@ -198,10 +338,12 @@ TEST(Key, BadInputIsOneLineAndPassPhrasesStayOffTheCommandLine) {
            {{"key", "import", sandbox.dir() / "missing.asc"}, "missing.asc: cannot read the key file"},
            {{"key", "export", sandbox.dir() / "out.asc"}, "the keyring holds no public key"},
            {{"key", "remove", "0123456789ABCDEF0123456789ABCDEF01234567"}, "the keyring holds no public key"},
-           {{"key", "newpair", "-N", "A", "-E", "a@b", "--password", "hunter2"}, "--password is not supported"},
-           {{"key", "newpair", "-N", "A", "-E", "a@b", "-P", "hunter2"}, "--password is not supported"},
+           {{"key", "newpair", "-N", "A", "-E", "a@b", "-P", "hunter2", "--password-stdin"}, "--password"},
            {{"key", "pull", "someone"}, "\"someone\" is no key"},
-           {{"key", "list", "--global"}, "--global is not supported"},
+           {{"key", "list", "--global", "--secret"}, "the global keyring holds public keys only"},
+           {{"key", "export", "--global", "--secret", sandbox.dir() / "g.asc"}, "the global keyring holds public keys"},
+           {{"key", "remove", "--global", "--both", "0123456789ABCDEF0123456789ABCDEF01234567"}, "public keys only"},
+           {{"key", "import", "--global", "--new-password", not_a_key}, "--new-password"},
        }) {
     auto result = capsa(args);
     EXPECT_EQ(result.exit_code, 1) << phrase << ": " << result.err;
