@@ -7,8 +7,11 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "runtime/network/cni_config.hpp"
@@ -160,12 +163,12 @@ UniqueFd make_network_namespace() {
 }
 
 // In the process that detaches the container: only what it needs stays open.
-void close_all_but(int kept_a, int kept_b) {
+void close_all_but(const std::vector<int>& kept) {
   std::vector<int> open;
   if (DIR* dir = ::opendir("/proc/self/fd")) {
     while (const dirent* entry = ::readdir(dir)) {
       const int fd = std::atoi(entry->d_name);
-      if (fd > 2 && fd != kept_a && fd != kept_b && fd != ::dirfd(dir)) open.push_back(fd);
+      if (fd > 2 && fd != ::dirfd(dir) && std::find(kept.begin(), kept.end(), fd) == kept.end()) open.push_back(fd);
     }
     ::closedir(dir);
   }
@@ -174,6 +177,52 @@ void close_all_but(int kept_a, int kept_b) {
   if (null >= 0) {
     ::dup2(null, STDOUT_FILENO);  // the caller's stdout sees its end when the command ends
     ::close(null);
+  }
+}
+
+// Whether a plugin run for `container_id` is still going: one that capsa started before
+// it was killed goes on as an orphan, and a DEL that ran before its ADD ended would undo
+// nothing of what it then does. Root reads every process's environment.
+bool plugin_still_running(const std::string& container_id) {
+  const std::string marker = "CNI_CONTAINERID=" + container_id;
+  DIR* proc = ::opendir("/proc");
+  if (proc == nullptr) return false;
+  bool found = false;
+  while (const dirent* entry = ::readdir(proc)) {
+    if (found || entry->d_name[0] < '1' || entry->d_name[0] > '9') continue;
+    std::ifstream environ(std::string("/proc/") + entry->d_name + "/environ", std::ios::binary);
+    std::string variable;
+    while (!found && std::getline(environ, variable, '\0')) found = variable == marker;
+  }
+  ::closedir(proc);
+  return found;
+}
+
+// One line per attached network: "INDEX RESULT-JSON". A single write: the reader is
+// another process, and a pipe keeps writes of up to PIPE_BUF whole.
+void report_result(int fd, std::size_t index, const json& result) {
+  const std::string line = std::to_string(index) + " " + result.dump() + "\n";
+  if (::write(fd, line.data(), line.size()) != static_cast<ssize_t>(line.size()))
+    throw_errno("reporting the network's result to the process that detaches it");
+}
+
+// What the attaching process reported before it ended (never blocks: it has ended).
+void read_results(int fd, std::vector<Attachment>& attachments) {
+  ::fcntl(fd, F_SETFL, O_NONBLOCK);
+  std::string text;
+  char buffer[4096];
+  ssize_t n = 0;
+  while ((n = ::read(fd, buffer, sizeof buffer)) > 0) text.append(buffer, static_cast<std::size_t>(n));
+  std::size_t start = 0;
+  for (std::size_t end = text.find('\n'); end != std::string::npos; start = end + 1, end = text.find('\n', start)) {
+    const std::string line = text.substr(start, end - start);
+    const std::size_t space = line.find(' ');
+    const std::size_t index = std::strtoul(line.c_str(), nullptr, 10);
+    if (space == std::string::npos || index >= attachments.size()) continue;
+    try {
+      attachments[index].result = json::parse(line.substr(space + 1));
+    } catch (const json::exception&) {
+    }
   }
 }
 
@@ -208,37 +257,43 @@ ContainerNetwork ContainerNetwork::attach(const std::vector<std::string>& networ
     attachments.push_back({loaded[i], requests[i], "eth" + std::to_string(i), nullptr});
 
   UniqueFd ns = make_network_namespace();
-  const Invocation call{paths, unique_container_id(),
-                        "/proc/" + std::to_string(::getpid()) + "/fd/" + std::to_string(ns.get())};
-  std::vector<Attachment> attached;
-  try {
-    for (Attachment& attachment : attachments) {
-      attached.push_back(attachment);
-      attach_one(call, attached.back());
-    }
-  } catch (const Error&) {
-    detach_all(call, attached);  // the one that failed too: its first plugins may have done their part
-    throw;
-  }
-  // Undone once this process, by then the container's command, has ended; the detaching
-  // process holds the namespace until then, so DEL finds the interfaces it made.
+  const std::string container_id = unique_container_id();
+  // The process that detaches starts before anything is attached, so that capsa killed at
+  // any moment from here on leaves nothing behind. It waits for this process (by then the
+  // container's command) to end, holding the namespace so that DEL finds the interfaces
+  // ADD made, then detaches every network, with the results ADD reported through `results`
+  // (a network whose ADD never finished is detached without one: DEL tolerates that).
+  int pipe_fds[2];
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) throw_errno("creating a pipe for the network results");
+  UniqueFd results_in(pipe_fds[0]), results_out(pipe_fds[1]);
   const EndWatch end = EndWatch::of_this_process();
   ChildOptions options;
   options.name = "the process that detaches the container's networks";
   const int ns_fd = ns.get();
+  const int in_fd = results_in.get();
   Process starter = DetachedChild::start_unreported(
       [&]() {
-        close_all_but(ns_fd, end.descriptor());
+        close_all_but({ns_fd, end.descriptor(), in_fd});
         // Ctrl-C and the job's signals end the container; this process must still undo.
         for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2}) ::signal(sig, SIG_IGN);
         end.await();
-        const Invocation later{paths, call.container_id,
+        for (int wait = 0; wait < 100 && plugin_still_running(container_id); ++wait) ::usleep(100'000);
+        std::vector<Attachment> done = attachments;
+        read_results(in_fd, done);
+        const Invocation later{paths, container_id,
                                "/proc/" + std::to_string(::getpid()) + "/fd/" + std::to_string(ns_fd)};
-        detach_all(later, attached);
+        detach_all(later, done);
         return 0;
       },
       options);
   starter.wait();
+  results_in.reset();
+
+  const Invocation call{paths, container_id, "/proc/" + std::to_string(::getpid()) + "/fd/" + std::to_string(ns.get())};
+  for (std::size_t i = 0; i < attachments.size(); ++i) {
+    attach_one(call, attachments[i]);  // a failure ends capsa, and the detaching follows
+    report_result(results_out.get(), i, attachments[i].result);
+  }
   return ContainerNetwork(std::move(ns));
 }
 
