@@ -294,8 +294,10 @@ Volume::Volume(const std::string& path, std::uint64_t offset, bool writable, con
     throw Error("overlay " + label + ": its file system has the feature " +
                 feature_name(E2P_FEATURE_RO_INCOMPAT, ro_compat) +
                 ", which capsa cannot write unprivileged (use it read-only with :ro, or run as root)");
-  // Inodes are read and written once per request or more: keep many.
-  if (fs->icache == nullptr) check(ext2fs_create_inode_cache(fs, 4096));
+  // Inodes are read and written several times per request: keep the last few (libext2fs
+  // searches its cache one entry after the other, so a large one costs more than it saves;
+  // the image file's pages are in the kernel's cache anyway).
+  if (fs->icache == nullptr) check(ext2fs_create_inode_cache(fs, 32));
 }
 
 Volume::~Volume() {
@@ -385,9 +387,17 @@ struct stat Volume::attributes(Ino ino) {
 std::uint32_t Volume::generation(Ino ino) { return read_inode(ino).raw.i_generation; }
 
 Ino Volume::lookup(Ino dir, std::string_view name) {
+  const Ino found = find(dir, name);
+  if (found == 0) throw Errno{ENOENT};
+  return found;
+}
+
+Ino Volume::find(Ino dir, std::string_view name) {
   if (name.size() > EXT2_NAME_LEN) throw Errno{ENAMETOOLONG};
   ext2_ino_t found = 0;
-  check(ext2fs_lookup(fs_, dir, name.data(), static_cast<int>(name.size()), nullptr, &found));
+  const errcode_t code = ext2fs_lookup(fs_, dir, name.data(), static_cast<int>(name.size()), nullptr, &found);
+  if (code == EXT2_ET_FILE_NOT_FOUND) return 0;
+  check(code);
   return found;
 }
 
@@ -600,12 +610,7 @@ Ino Volume::make_node(Ino dir, std::string_view name, mode_t mode, dev_t rdev, c
   require_writable();
   check_name(name);
   if (!S_ISREG(mode) && !S_ISCHR(mode) && !S_ISBLK(mode) && !S_ISFIFO(mode) && !S_ISSOCK(mode)) throw Errno{EINVAL};
-  try {
-    lookup(dir, name);
-    throw Errno{EEXIST};
-  } catch (const Errno& e) {
-    if (e.value != ENOENT) throw;
-  }
+  if (find(dir, name) != 0) throw Errno{EEXIST};
   Inode made;
   const Ino ino = new_inode(dir, mode, who, made);
   try {
@@ -664,12 +669,7 @@ Ino Volume::make_symlink(Ino dir, std::string_view name, const std::string& targ
   require_writable();
   check_name(name);
   if (target.empty() || target.size() >= fs_->blocksize) throw Errno{ENAMETOOLONG};
-  try {
-    lookup(dir, name);
-    throw Errno{EEXIST};
-  } catch (const Errno& e) {
-    if (e.value != ENOENT) throw;
-  }
+  if (find(dir, name) != 0) throw Errno{EEXIST};
   ext2_ino_t ino = 0;
   check(ext2fs_new_inode(fs_, dir, LINUX_S_IFLNK | 0777, nullptr, &ino));
   std::string text = target;
@@ -701,12 +701,7 @@ void Volume::link(Ino ino, Ino dir, std::string_view name) {
   Inode inode = read_inode(ino);
   if (inode.is_dir()) throw Errno{EPERM};
   if (inode.raw.i_links_count >= EXT2_LINK_MAX) throw Errno{EMLINK};
-  try {
-    lookup(dir, name);
-    throw Errno{EEXIST};
-  } catch (const Errno& e) {
-    if (e.value != ENOENT) throw;
-  }
+  if (find(dir, name) != 0) throw Errno{EEXIST};
   add_entry(dir, name, ino, inode.mode());
   inode = read_inode(ino);
   ++inode.raw.i_links_count;
@@ -748,12 +743,7 @@ void Volume::rename(Ino from_dir, std::string_view from, Ino to_dir, std::string
       ((flags & RENAME_EXCHANGE) && (flags & (RENAME_NOREPLACE | RENAME_WHITEOUT))))
     throw Errno{EINVAL};
   const Ino source = lookup(from_dir, from);
-  Ino target = 0;
-  try {
-    target = lookup(to_dir, to);
-  } catch (const Errno& e) {
-    if (e.value != ENOENT) throw;
-  }
+  const Ino target = find(to_dir, to);
   Inode source_inode = read_inode(source);
   const bool source_dir = source_inode.is_dir();
   const timespec t = now();
@@ -897,12 +887,16 @@ std::size_t Volume::write(Ino ino, std::uint64_t offset, const char* data, std::
 }
 
 std::string Volume::get_xattr(Ino ino, const std::string& name) {
+  std::string value;
+  if (!find_xattr(ino, name, value)) throw Errno{ENODATA};
+  return value;
+}
+
+bool Volume::find_xattr(Ino ino, const std::string& name, std::string& value) {
   check_xattr_name(name);
   read_inode(ino);
   Xattrs xattrs(fs_, ino);
-  std::string value;
-  if (!xattrs.find(name, value)) throw Errno{ENODATA};
-  return value;
+  return xattrs.find(name, value);
 }
 
 namespace {

@@ -76,6 +76,8 @@ class Volume {
   std::uint32_t generation(Ino ino);
   // The child's inode; Errno ENOENT when there is none.
   Ino lookup(Ino dir, std::string_view name);
+  // The same, 0 when there is none (no exception: most lookups before a create miss).
+  Ino find(Ino dir, std::string_view name);
   std::vector<DirEntry> list(Ino dir);
   std::string read_link(Ino ino);
 
@@ -107,6 +109,8 @@ class Volume {
 
   // Extended attributes: full names ("user.overlay.opaque").
   std::string get_xattr(Ino ino, const std::string& name);
+  // The same, false (not Errno ENODATA) when it has no such attribute.
+  bool find_xattr(Ino ino, const std::string& name, std::string& value);
   std::vector<std::string> list_xattrs(Ino ino);
   void set_xattr(Ino ino, const std::string& name, std::string_view value, int flags);
   void remove_xattr(Ino ino, const std::string& name);
