@@ -2,19 +2,21 @@
 #include "ext3/fuse_server.hpp"
 
 #include <fuse3/fuse_lowlevel.h>
-#include <poll.h>
+#include <pthread.h>
 #include <signal.h>
-#include <sys/signalfd.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <memory>
 #include <new>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "util/log.hpp"
@@ -394,25 +396,50 @@ fuse_lowlevel_ops operations() {
   return ops;
 }
 
-// Serves requests until the connection ends or SIGTERM arrives (read on `signals`).
-// A loop of its own rather than fuse_session_loop: a SIGTERM that came just before the
-// loop blocked in read(2) would go unnoticed until the next request, which may never come.
-void serve_requests(fuse_session* session, int signals) {
-  const int fuse_fd = fuse_session_fd(session);
-  fuse_buf buffer{};
-  while (!fuse_session_exited(session)) {
-    pollfd fds[2] = {{fuse_fd, POLLIN, 0}, {signals, POLLIN, 0}};
-    if (::poll(fds, 2, -1) < 0) {
-      if (errno == EINTR) continue;
-      break;
+void on_wake(int) {}
+
+// Serves requests until the connection ends or SIGTERM arrives (blocked here, and
+// waited for by a second thread). A loop of its own rather than fuse_session_loop: a
+// SIGTERM that came just before the loop blocked in read(2) would go unnoticed until the
+// next request, which may never come. So the waiting thread, once SIGTERM has come, sends
+// the reading thread a signal whose handler ends its read (EINTR), and sends it again
+// until the loop has ended. Without a poll(2) before each read: one system call less
+// per request (bench/overlay.sh makes some 350,000).
+void serve_requests(fuse_session* session, const sigset_t& term) {
+  const int wake = SIGRTMIN + 1;
+  struct sigaction action {};
+  action.sa_handler = on_wake;  // no SA_RESTART: the read returns EINTR
+  sigemptyset(&action.sa_mask);
+  ::sigaction(wake, &action, nullptr);
+  // The waiting thread also wakes on `finished`, sent when the loop ended first.
+  const int finished = SIGRTMIN + 2;
+  sigset_t awaited = term;
+  sigaddset(&awaited, finished);
+  ::pthread_sigmask(SIG_BLOCK, &awaited, nullptr);
+  std::atomic<bool> ending{false}, done{false};
+  const pthread_t reader = ::pthread_self();
+  std::thread waiter([&] {
+    siginfo_t info{};
+    while (::sigwaitinfo(&awaited, &info) < 0 && errno == EINTR) {
     }
-    if (fds[1].revents != 0) break;
-    if (fds[0].revents & (POLLERR | POLLHUP | POLLNVAL)) break;
+    if (done) return;  // the loop ended first, and woke this thread to end too
+    ending = true;
+    while (!done) {
+      ::pthread_kill(reader, wake);
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  });
+  fuse_buf buffer{};
+  while (!ending) {
     const int got = fuse_session_receive_buf(session, &buffer);
     if (got == -EINTR || got == -EAGAIN) continue;
-    if (got <= 0) break;  // -ENODEV: unmounted
+    if (got <= 0) break;  // 0 after ENODEV: unmounted
     fuse_session_process_buf(session, &buffer);
+    if (fuse_session_exited(session)) break;
   }
+  done = true;
+  ::pthread_kill(waiter.native_handle(), finished);
+  waiter.join();
   std::free(buffer.mem);
 }
 
@@ -426,12 +453,7 @@ int serve(Volume& volume, int fuse_fd) {
   sigset_t term;
   sigemptyset(&term);
   sigaddset(&term, SIGTERM);
-  ::sigprocmask(SIG_BLOCK, &term, nullptr);
-  const int signals = ::signalfd(-1, &term, SFD_CLOEXEC);
-  if (signals < 0) {
-    log::error({"ext3 FUSE server: signalfd: ", std::strerror(errno)});
-    return 1;
-  }
+  ::pthread_sigmask(SIG_BLOCK, &term, nullptr);
   try {
     volume.start_writing();
   } catch (const Errno& e) {
@@ -449,7 +471,7 @@ int serve(Volume& volume, int fuse_fd) {
     // libfuse takes a mounted connection as "/dev/fd/N" and skips mounting.
     const std::string mountpoint = "/dev/fd/" + std::to_string(fuse_fd);
     if (fuse_session_mount(session, mountpoint.c_str()) == 0) {
-      serve_requests(session, signals);
+      serve_requests(session, term);
       status = 0;
     }
   }
@@ -462,7 +484,6 @@ int serve(Volume& volume, int fuse_fd) {
     status = 1;
   }
   if (session != nullptr) fuse_session_destroy(session);
-  ::close(signals);
   return status;
 }
 

@@ -12,7 +12,8 @@
 // user.overlay.* attributes, and lets the kernel cache writes (writeback cache) and
 // attributes (it is the only writer). The file system work is ext3/volume.hpp.
 //
-// One thread: libext2fs is not thread-safe. The server ends when its connection ends
+// One thread serves requests: libext2fs is not thread-safe (a second one only waits for
+// SIGTERM). The server ends when its connection ends
 // (unmount) or on SIGTERM (its container has ended: util/detached_child.hpp), and then
 // writes everything back and marks the file system clean. Killed, it leaves the file
 // system marked in use, and e2fsck repairs it before its next use.

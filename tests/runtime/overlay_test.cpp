@@ -164,6 +164,20 @@ TEST_F(Overlay, AnExt3ImageIsAnUpperLayerOfTheKernelsOverlayfsAndKeepsWhiteouts)
   EXPECT_EQ(fsck.exit_code, 0) << fsck.out << fsck.err;
 }
 
+TEST_F(Overlay, Fuse2fsStillServesAnExt3ImageWhenAskedForComparison) {
+  if (::geteuid() == 0) GTEST_SKIP() << "root mounts ext3 with the kernel";
+  const std::string img = overlay("fuse2fs.img");
+  testing::make_apptainer_ext3_overlay(img);
+  auto wrote = run({"exec", "--overlay", img, image, "sh", "-c", "echo via-fuse2fs > /f && cat /proc/self/mountinfo"},
+                   {"CAPSA_EXT3_FUSE=fuse2fs"});
+  ASSERT_EQ(wrote.exit_code, 0) << wrote.err;
+  EXPECT_EQ(root_type(wrote.out), "fuse.fuse-overlayfs") << wrote.out;
+  EXPECT_EQ(testing::ext3_file(img, "/upper/f"), "via-fuse2fs\n");
+  auto unknown = run({"exec", "--overlay", img, image, "true"}, {"CAPSA_EXT3_FUSE=fuse3fs"});
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_EQ(unknown.err, "capsa: error: CAPSA_EXT3_FUSE=fuse3fs: unknown ext3 FUSE server (use builtin or fuse2fs)\n");
+}
+
 TEST_F(Overlay, AnExt3ImageAsAReadOnlyLayerIsShownAndNotWritten) {
   const std::string img = overlay("ro.img");
   testing::make_apptainer_ext3_overlay(img);
