@@ -1,3 +1,6 @@
+// libfuse3 low-level request handlers over ext3::Volume, and the server's loop (see
+// fuse_server.hpp for why: fuse2fs resolves a path per request and lacks the d_type and
+// RENAME_WHITEOUT that the kernel's overlayfs needs from a FUSE upper layer).
 #define FUSE_USE_VERSION 312
 #include "ext3/fuse_server.hpp"
 

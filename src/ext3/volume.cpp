@@ -1,3 +1,6 @@
+// The ext2/ext3 operations capsa's FUSE server needs, on libext2fs, by inode number (see
+// volume.hpp for why capsa serves ext3 overlays itself instead of running fuse2fs: its
+// path walks per request, and no d_type or RENAME_WHITEOUT for the kernel's overlayfs).
 #include "ext3/volume.hpp"
 
 #include <ext2fs/ext2fs.h>
