@@ -1,11 +1,10 @@
 #include "runtime/overlay_mount.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <signal.h>
 
 #include <cerrno>
 #include <cstdlib>
@@ -77,11 +76,12 @@ void mount_ext3_with_capsa(const OverlayImage& image, const std::string& target)
         // A session of its own: the job's and the terminal's signals to the container's
         // process group must not end it while the container still writes.
         ::setsid();
-        int null_fd = ::open("/dev/null", O_RDWR);
-        if (null_fd >= 0) {
-          ::dup2(null_fd, STDIN_FILENO);
-          ::dup2(null_fd, STDOUT_FILENO);
+        UniqueFd null_fd(::open("/dev/null", O_RDWR | O_CLOEXEC));
+        if (null_fd) {
+          ::dup2(null_fd.get(), STDIN_FILENO);
+          ::dup2(null_fd.get(), STDOUT_FILENO);
         }
+        null_fd.reset();
         wipe_inherited_environment();
         return ext3::serve(volume, fuse_fd);
       },
