@@ -4,10 +4,14 @@
 # container, then read every file back in a fresh container, three ways:
 #   host    a plain directory on the host's file system, no container (the baseline)
 #   root    root: `capsa exec --overlay IMG`: loop device + the kernel's ext3 + overlayfs
-#   user    the unprivileged user: the same command: fuse2fs + fuse-overlayfs
+#   user    the unprivileged user: the same command: capsa's ext3 FUSE server under the
+#           kernel's overlayfs (in the user namespace)
+#   user2fs the same with CAPSA_EXT3_FUSE=fuse2fs: Debian's fuse2fs + fuse-overlayfs, the
+#           way before capsa had its own server (skipped with FUSE2FS=0)
 # The same static busybox (tar, find, cat) does the work each time. A write counts until
 # the data is on disk: the container has ended, its overlay is released (flock on the
-# image, which fuse2fs holds until it has written everything back) and `sync` returned.
+# image, which the FUSE server holds until it has written everything back) and `sync`
+# returned.
 # Reads start cold (page cache dropped). Prints seconds (median of RUNS) and the ratio
 # to the host directory; the target for the unprivileged overlay is writes within 3x of
 # root's kernel ext3.
@@ -18,6 +22,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 capsa=${CAPSA:-$root/build/src/cli/capsa}
 files=${1:-20000}
 runs=${2:-3}
+modes="root user"
+[ "${FUSE2FS:-1}" = 0 ] || modes="root user user2fs"
 user=${CAPSA_TEST_USER:-capsa-test}
 sif=$root/tests/fixtures/upstream/sif/real/busybox_amd64.sif
 
@@ -70,17 +76,16 @@ for run in $(seq "$runs"); do
   drop
   t0=$(now); bytes=$(cd "$work/host" && busybox find . -type f | busybox xargs busybox cat | busybox wc -c); t1=$(now)
   echo "$t0 $t1" | awk '{print $2 - $1}' >> "$work/read-host"
-  for who in root user; do
+  for who in $modes; do
     img=$work/$who.img
-    [ "$who" = user ] && img=$work/user/$who.img
+    [ "$who" = root ] || img=$work/user/$who.img
     rm -f "$img"
-    if [ "$who" = root ]; then
-      "$capsa" overlay create --sparse --size 1024 "$img"
-      as=""
-    else
-      as_user "$capsa" overlay create --sparse --size 1024 "$img"
-      as=as_user
-    fi
+    case $who in
+      root) as="env" ;;
+      user) as="as_user env" ;;
+      user2fs) as="as_user env CAPSA_EXT3_FUSE=fuse2fs" ;;
+    esac
+    $as "$capsa" overlay create --sparse --size 1024 "$img"
     drop
     t0=$(now)
     $as "$capsa" exec --overlay "$img" "$work/busybox.sif" sh -c "$unpack"
@@ -99,17 +104,23 @@ done
 median() { sort -n "$1" | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
 wh=$(median "$work/write-host"); rh=$(median "$work/read-host")
 wr=$(median "$work/write-root"); rr=$(median "$work/read-root")
-printf '%-6s %-40s %9s %8s %9s %8s\n' mode "how" "write s" "x host" "read s" "x host"
-for who in host root user; do
+printf '%-7s %-42s %9s %8s %9s %8s\n' mode "how" "write s" "x host" "read s" "x host"
+for who in host $modes; do
   w=$(median "$work/write-$who"); r=$(median "$work/read-$who")
   case $who in
     host) how="plain directory, no container" ;;
     root) how="root: loop + kernel ext3 + overlayfs" ;;
-    user) how="unprivileged: fuse2fs + fuse-overlayfs" ;;
+    user) how="user: capsa ext3 FUSE + kernel overlayfs" ;;
+    user2fs) how="user: fuse2fs + fuse-overlayfs" ;;
   esac
   awk -v m="$who" -v h="$how" -v w="$w" -v r="$r" -v wh="$wh" -v rh="$rh" \
-    'BEGIN { printf "%-6s %-40s %9.2f %8.2f %9.2f %8.2f\n", m, h, w, w / wh, r, r / rh }'
+    'BEGIN { printf "%-7s %-42s %9.2f %8.2f %9.2f %8.2f\n", m, h, w, w / wh, r, r / rh }'
 done
 wu=$(median "$work/write-user"); ru=$(median "$work/read-user")
 awk -v wu="$wu" -v wr="$wr" -v ru="$ru" -v rr="$rr" \
   'BEGIN { printf "unprivileged / root: writes %.2fx, reads %.2fx (target: writes <= 3x)\n", wu / wr, ru / rr }'
+if [ -s "$work/write-user2fs" ]; then
+  wf=$(median "$work/write-user2fs"); rf=$(median "$work/read-user2fs")
+  awk -v wu="$wf" -v wr="$wr" -v ru="$rf" -v rr="$rr" \
+    'BEGIN { printf "fuse2fs + fuse-overlayfs / root: writes %.2fx, reads %.2fx\n", wu / wr, ru / rr }'
+fi

@@ -295,8 +295,15 @@ void mount_root_overlay(const RootLayout& layout, const std::string& points, con
       throw_errno("mounting the container's overlay (" +
                   std::string(layout.writable_tmpfs ? "--writable-tmpfs" : "read-only") + ")");
     }
-    log::verbose(
-        {"the kernel's overlayfs refused the container's root (", std::strerror(err), "): using fuse-overlayfs"});
+    // On a kernel that takes overlayfs in a user namespace, refusing capsa's ext3 server
+    // as the upper is unexpected: said at info level. Older kernels refuse every
+    // unprivileged overlay, as they always have: said with --verbose only.
+    if (layout.upper_on_capsa_fuse && !userns_refused)
+      log::info({"the kernel's overlayfs refused the overlay's writable layer on capsa's ext3 FUSE server (",
+                 std::strerror(err), "; the kernel log says why): using fuse-overlayfs"});
+    else
+      log::verbose(
+          {"the kernel's overlayfs refused the container's root (", std::strerror(err), "): using fuse-overlayfs"});
     // A refused attempt may leave its own work directory behind, mode 0: fuse-overlayfs
     // reuses it.
     if (!work.empty()) ::chmod((work + "/work").c_str(), 0700);

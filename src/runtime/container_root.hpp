@@ -34,6 +34,9 @@ struct RootLayout {
   // layer: fuse-overlayfs serves the root instead, as Apptainer does. It also does
   // where the kernel refuses an overlay with a writable layer in a user namespace.
   bool upper_on_fuse = false;
+  // The upper is on capsa's own ext3 FUSE server, which the kernel's overlayfs takes:
+  // when it refuses it all the same (an older kernel), why is said at info level.
+  bool upper_on_capsa_fuse = false;
 };
 
 // session/image must already hold the image. `session_files` maps a SessionFile step's

@@ -37,24 +37,6 @@ void mount_with_loop_device(const SquashfsLocation& image, const std::string& ta
     throw_errno("mounting the squashfs of " + image.file + " from " + loop.path);
 }
 
-// Mounts FUSE at `target` and returns the connection, to be served by a child.
-UniqueFd mount_fuse(const std::string& target, const char* source) {
-  UniqueFd fuse(::open("/dev/fuse", O_RDWR | O_CLOEXEC));
-  if (!fuse) {
-    int err = errno;
-    throw SystemError("cannot open /dev/fuse: " + std::string(std::strerror(err)) +
-                          " (unprivileged containers mount their image with FUSE: load the fuse module and make "
-                          "/dev/fuse mode 0666, or run as root)",
-                      err, SystemError::kPreformatted);
-  }
-  std::string options = "fd=" + std::to_string(fuse.get()) + ",rootmode=40000,user_id=" +
-                        std::to_string(::getuid()) + ",group_id=" + std::to_string(::getgid());
-  std::string type = std::string("fuse.") + source;
-  if (::mount(source, target.c_str(), type.c_str(), kImageMountFlags, options.c_str()) != 0)
-    throw_errno("mounting FUSE at " + target);
-  return fuse;
-}
-
 // The first request waits for the server's answer to the kernel's INIT.
 void await_server(const SquashfsLocation& image, const std::string& target, const char* name) {
   struct stat st {};
@@ -107,7 +89,7 @@ Process mount_with_squashfuse(const SquashfsLocation& image, const std::string& 
   if (program.empty())
     throw Error("squashfuse_ll was not found on PATH (CAPSA_FUSE=squashfuse mounts images with it: "
                 "install the squashfuse package, or unset CAPSA_FUSE for capsa's own server)");
-  UniqueFd fuse = mount_fuse(target, "squashfuse");
+  UniqueFd fuse = mount_fuse(target, "squashfuse", kImageMountFlags);
   return start_server(std::move(fuse), image, target, "squashfuse_ll", wait, [&](int fd) {
     ::fcntl(fd, F_SETFD, 0);  // squashfuse_ll inherits the connection
     std::string offset = "offset=" + std::to_string(image.offset);
@@ -131,11 +113,29 @@ Process mount_with_builtin_server(const SquashfsLocation& image, const std::stri
     server.emplace(image.opened);
   else
     server.emplace(image.file, image.offset, image.size);
-  UniqueFd fuse = mount_fuse(target, "capsa");
+  UniqueFd fuse = mount_fuse(target, "capsa", kImageMountFlags);
   return start_server(std::move(fuse), image, target, "capsa", wait, [&](int fd) { return server->serve(fd); });
 }
 
 }  // namespace
+
+UniqueFd mount_fuse(const std::string& target, const char* source, unsigned long flags,
+                    const std::string& options_extra) {
+  UniqueFd fuse(::open("/dev/fuse", O_RDWR | O_CLOEXEC));
+  if (!fuse) {
+    int err = errno;
+    throw SystemError("cannot open /dev/fuse: " + std::string(std::strerror(err)) +
+                          " (unprivileged containers mount their image with FUSE: load the fuse module and make "
+                          "/dev/fuse mode 0666, or run as root)",
+                      err, SystemError::kPreformatted);
+  }
+  std::string options = "fd=" + std::to_string(fuse.get()) + ",rootmode=40000,user_id=" + std::to_string(::getuid()) +
+                        ",group_id=" + std::to_string(::getgid()) + options_extra;
+  std::string type = std::string("fuse.") + source;
+  if (::mount(source, target.c_str(), type.c_str(), flags, options.c_str()) != 0)
+    throw_errno("mounting FUSE at " + target);
+  return fuse;
+}
 
 MountDriver unprivileged_driver() {
   const char* wanted = std::getenv("CAPSA_FUSE");

@@ -15,6 +15,7 @@
 #include <memory>
 #include <string>
 
+#include "util/fd.hpp"
 #include "util/process.hpp"
 
 namespace capsa::squashfs {
@@ -65,5 +66,13 @@ void await_image(ImageMount& mount, const SquashfsLocation& image, const std::st
 // Mounts with the given driver (tests and benchmarks compare them). A FUSE driver needs
 // CAP_SYS_ADMIN in the current mount namespace's user namespace.
 void mount_squashfs_with(MountDriver driver, const SquashfsLocation& image, const std::string& target);
+
+// Mounts a FUSE file system of type fuse.SOURCE at `target` with `flags` (MS_*), served
+// through the returned /dev/fuse connection by whoever the caller hands it to; `options`
+// are added to the mount's own (",default_permissions"). Needs CAP_SYS_ADMIN in the
+// current mount namespace's user namespace; throws SystemError (what to do when
+// /dev/fuse cannot be opened).
+UniqueFd mount_fuse(const std::string& target, const char* source, unsigned long flags,
+                    const std::string& options = "");
 
 }  // namespace capsa::runtime

@@ -531,6 +531,7 @@ void launch(const ActionRequest& r) {
   layout.overlay_upper = layers.upper;
   layout.overlay_work = layers.work;
   layout.upper_on_fuse = layers.upper_on_fuse;
+  layout.upper_on_capsa_fuse = layers.upper_on_capsa_fuse;
   // --fusemount host: programs start from the host's view (they wait for their mount).
   FuseMounts fuse_mounts = FuseMounts::prepare(fuse_specs);
   // The FUSE servers stay outside: the limits are the container's, not capsa's helpers'.

@@ -1,16 +1,21 @@
 #include "runtime/overlay_mount.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
+#include "ext3/fuse_server.hpp"
 #include "runtime/fuse_program.hpp"
 #include "runtime/image_mount.hpp"
 #include "runtime/loop_device.hpp"
+#include "util/detached_child.hpp"
+#include "util/environment_block.hpp"
 #include "util/error.hpp"
 #include "util/fd.hpp"
 #include "util/find_executable.hpp"
@@ -54,6 +59,48 @@ void mount_ext3_with_kernel(const OverlayImage& image, const std::string& target
     if (!image.writable && ::mount(loop.path.c_str(), target.c_str(), type, flags, "noload") == 0) return;
   }
   throw_errno("mounting the ext3 overlay " + image.path + " from " + loop.path);
+}
+
+// capsa's own server (ext3/fuse_server.hpp): the image is opened and checked here, so
+// that a broken one or one with a feature the server cannot write is reported before
+// anything is mounted; then a process that is no child of the container serves it
+// (util/detached_child.hpp) and gets SIGTERM when the container has ended, to write it
+// back and mark it clean. It inherits the overlay's lock, and releases it by ending.
+void mount_ext3_with_capsa(const OverlayImage& image, const std::string& target) {
+  ext3::Volume volume(image.path, image.offset, image.writable, image.path);
+  UniqueFd fuse =
+      mount_fuse(target, "capsa-ext3", kLayerFlags | (image.writable ? 0 : MS_RDONLY), ",default_permissions");
+  const int fuse_fd = fuse.get();
+  DetachedChild::start(
+      [&] {
+        // A session of its own: the job's and the terminal's signals to the container's
+        // process group must not end it while the container still writes.
+        ::setsid();
+        UniqueFd null_fd(::open("/dev/null", O_RDWR | O_CLOEXEC));
+        if (null_fd) {
+          ::dup2(null_fd.get(), STDIN_FILENO);
+          ::dup2(null_fd.get(), STDOUT_FILENO);
+        }
+        null_fd.reset();
+        wipe_inherited_environment();
+        return ext3::serve(volume, fuse_fd);
+      },
+      {.parent_death_signal = SIGTERM, .name = "the ext3 overlay's FUSE server"});
+  fuse.reset();
+  // The first access waits for the server's answer to the kernel's INIT; a server that
+  // died leaves an aborted connection.
+  struct stat st {};
+  if (::stat(target.c_str(), &st) != 0) throw_errno("the FUSE server of the overlay " + image.path + " did not start");
+}
+
+// Debian's fuse2fs, kept for comparison only (bench/overlay.sh: CAPSA_EXT3_FUSE=fuse2fs):
+// the kernel's overlayfs refuses it as an upper layer, so fuse-overlayfs serves the
+// container's root on top of it.
+bool use_fuse2fs() {
+  const char* wanted = std::getenv("CAPSA_EXT3_FUSE");
+  if (wanted == nullptr || *wanted == '\0' || std::strcmp(wanted, "builtin") == 0) return false;
+  if (std::strcmp(wanted, "fuse2fs") == 0) return true;
+  throw Error(std::string("CAPSA_EXT3_FUSE=") + wanted + ": unknown ext3 FUSE server (use builtin or fuse2fs)");
 }
 
 void mount_ext3_with_fuse2fs(const OverlayImage& image, int lock_fd, const std::string& session,
@@ -113,8 +160,10 @@ OverlayLayers mount_overlays(const std::vector<OverlayImage>& images, const std:
         if (image.writable) repair_ext3_if_needed(image);
         if (privileged)
           mount_ext3_with_kernel(image, target);
-        else
+        else if (use_fuse2fs())
           mount_ext3_with_fuse2fs(image, lock_fds.at(i), session, target, i);
+        else
+          mount_ext3_with_capsa(image, target);
         break;
       case OverlayKind::Squashfs: {
         std::uint64_t size = image.size;
@@ -134,7 +183,8 @@ OverlayLayers mount_overlays(const std::vector<OverlayImage>& images, const std:
       make_layer_directory(target + "/work", image);
       layers.upper = target + "/upper";
       layers.work = target + "/work";
-      layers.upper_on_fuse = image.kind == OverlayKind::Ext3 && !privileged;
+      layers.upper_on_fuse = image.kind == OverlayKind::Ext3 && !privileged && use_fuse2fs();
+      layers.upper_on_capsa_fuse = image.kind == OverlayKind::Ext3 && !privileged && !layers.upper_on_fuse;
     } else {
       const std::string upper = target + "/upper";
       layers.lowers.insert(layers.lowers.begin(),

@@ -7,8 +7,9 @@
 // squashfs image gives its root.
 //  * root: an ext3 image through a loop device (read-write for a writable layer, never
 //    shared) and the kernel's ext3 driver; squashfs as the container's image is mounted;
-//  * anyone else: fuse2fs (runtime/fuse_program.hpp) for ext3, capsa's FUSE server for
-//    squashfs; a directory is bound in either way.
+//  * anyone else: capsa's FUSE servers, ext3/fuse_server.hpp for ext3 (or, with
+//    CAPSA_EXT3_FUSE=fuse2fs, Debian's fuse2fs for comparison: runtime/fuse_program.hpp)
+//    and squashfs/fuse_server.hpp for squashfs; a directory is bound in either way.
 // A writable ext3 layer that was not cleanly unmounted (a container killed with its
 // FUSE server) is repaired with e2fsck first.
 #include <string>
@@ -22,6 +23,7 @@ struct OverlayLayers {
   std::vector<std::string> lowers;  // read-only layers, the top one first
   std::string upper, work;          // the writable layer's, or empty
   bool upper_on_fuse = false;       // the kernel's overlayfs refuses such an upper: fuse-overlayfs serves it
+  bool upper_on_capsa_fuse = false;  // served by capsa's ext3 server: the kernel's overlayfs, else fuse-overlayfs
 };
 
 // Mounts `images` (in --overlay order: later ones lie on top) under session/overlays.

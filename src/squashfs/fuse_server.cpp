@@ -1,6 +1,7 @@
 #define FUSE_USE_VERSION 312
 #include "squashfs/fuse_server.hpp"
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <fuse3/fuse_lowlevel.h>
 #include <signal.h>
@@ -662,6 +663,12 @@ int FuseImage::serve(int fuse_fd) {
   for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGTSTP, SIGTTIN, SIGTTOU, SIGUSR1, SIGUSR2})
     ::signal(sig, SIG_IGN);
 
+  // libfuse ends its worker threads with pthread_cancel, for which glibc loads
+  // libgcc_s.so.1 on first use; by then the container's pivot_root may have made the
+  // image this process's root, without that library, and glibc aborts with
+  // "libgcc_s.so.1 must be installed for pthread_cancel to work" on stderr (seen when the
+  // connection ended before the parent-death signal came). Loaded now, from the host.
+  ::dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_NODELETE);
   fuse_session* session = new_session();
   if (session == nullptr) return 1;
   // libfuse takes a mounted connection as "/dev/fd/N" and skips mounting.

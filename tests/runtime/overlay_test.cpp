@@ -2,14 +2,18 @@
 // squashfs images; what a container writes is there in the next run, owned as Apptainer
 // would own it (root's as root, the caller's unprivileged); read-only layers are seen
 // and never written; Apptainer's rules on writable layers. As root (loop device, kernel
-// ext3 and overlayfs) and unprivileged (fuse2fs, fuse-overlayfs, overlayfs in the user
-// namespace). Every test ends with nothing mounted, attached or running.
+// ext3 and overlayfs) and unprivileged (capsa's ext3 FUSE server under the kernel's
+// overlayfs in the user namespace). Every test ends with nothing mounted, attached or running.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <sstream>
 
 #include "runtime/overlay_support.hpp"
 #include "runtime/run_support.hpp"
@@ -115,6 +119,63 @@ TEST_F(Overlay, AnApptainerExt3ImageKeepsWritesOwnedAsApptainerWould) {
   EXPECT_EQ(testing::ext3_owner(img, "/upper/opt/conda/bin/tool"), static_cast<long>(::getuid()));
   auto fsck = testing::e2fs_tool({"e2fsck", "-fn", img});
   EXPECT_EQ(fsck.exit_code, 0) << fsck.out << fsck.err;
+}
+
+// The file system type of the container's root, from what the container's own
+// /proc/self/mountinfo says.
+std::string root_type(const std::string& mountinfo) {
+  for (const std::string& line : testing::lines_of(mountinfo)) {
+    std::istringstream fields(line);
+    std::vector<std::string> f{std::istream_iterator<std::string>(fields), std::istream_iterator<std::string>()};
+    if (f.size() < 5 || f[4] != "/") continue;
+    auto dash = std::find(f.begin(), f.end(), "-");
+    if (dash != f.end() && dash + 1 != f.end()) return *(dash + 1);
+  }
+  return "";
+}
+
+TEST_F(Overlay, AnExt3ImageIsAnUpperLayerOfTheKernelsOverlayfsAndKeepsWhiteouts) {
+  // Unprivileged, capsa's ext3 FUSE server serves the image and the kernel's overlayfs
+  // takes it as its upper layer (fuse2fs needed fuse-overlayfs on top); as root, the
+  // kernel's ext3 does. A file of a lower layer removed in one run stays removed: a
+  // whiteout (a 0/0 character device) in upper/.
+  const std::string img = overlay("whiteouts.img");
+  testing::make_apptainer_ext3_overlay(img);
+  const std::string lower = overlay("lower");
+  fs::create_directories(lower + "/upper/data");
+  std::ofstream(lower + "/upper/data/from-lower") << "lower\n";
+  std::ofstream(lower + "/upper/data/kept") << "kept\n";
+  auto removed = run({"exec", "--overlay", lower + ":ro", "--overlay", img, image, "sh", "-c",
+                      "rm /data/from-lower && cat /proc/self/mountinfo"});
+  ASSERT_EQ(removed.exit_code, 0) << removed.err;
+  // Kernels before 5.11 (capsa-old-kernel 4.18) refuse overlayfs in a user namespace.
+  const char* kernel = std::getenv("CAPSA_TEST_KERNEL");
+  const bool old_kernel = ::geteuid() != 0 && kernel != nullptr && std::string(kernel) == "4.18";
+  EXPECT_EQ(root_type(removed.out), old_kernel ? "fuse.fuse-overlayfs" : "overlay") << removed.out;
+  EXPECT_EQ(removed.err, "");
+  auto later = run({"exec", "--overlay", lower + ":ro", "--overlay", img, image, "sh", "-c",
+                    "ls /data; test -e /data/from-lower && echo STILL-THERE || echo gone"});
+  EXPECT_EQ(later.exit_code, 0) << later.err;
+  EXPECT_EQ(later.out, "kept\ngone\n");
+  EXPECT_TRUE(fs::exists(lower + "/upper/data/from-lower")) << "the read-only layer is never written";
+  auto whiteout = testing::e2fs_tool({"debugfs", "-R", "stat /upper/data/from-lower", img});
+  EXPECT_NE(whiteout.out.find("Type: character special"), std::string::npos) << whiteout.out << whiteout.err;
+  auto fsck = testing::e2fs_tool({"e2fsck", "-fn", img});
+  EXPECT_EQ(fsck.exit_code, 0) << fsck.out << fsck.err;
+}
+
+TEST_F(Overlay, Fuse2fsStillServesAnExt3ImageWhenAskedForComparison) {
+  if (::geteuid() == 0) GTEST_SKIP() << "root mounts ext3 with the kernel";
+  const std::string img = overlay("fuse2fs.img");
+  testing::make_apptainer_ext3_overlay(img);
+  auto wrote = run({"exec", "--overlay", img, image, "sh", "-c", "echo via-fuse2fs > /f && cat /proc/self/mountinfo"},
+                   {"CAPSA_EXT3_FUSE=fuse2fs"});
+  ASSERT_EQ(wrote.exit_code, 0) << wrote.err;
+  EXPECT_EQ(root_type(wrote.out), "fuse.fuse-overlayfs") << wrote.out;
+  EXPECT_EQ(testing::ext3_file(img, "/upper/f"), "via-fuse2fs\n");
+  auto unknown = run({"exec", "--overlay", img, image, "true"}, {"CAPSA_EXT3_FUSE=fuse3fs"});
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_EQ(unknown.err, "capsa: error: CAPSA_EXT3_FUSE=fuse3fs: unknown ext3 FUSE server (use builtin or fuse2fs)\n");
 }
 
 TEST_F(Overlay, AnExt3ImageAsAReadOnlyLayerIsShownAndNotWritten) {
