@@ -57,8 +57,8 @@ void answer(fuse_req_t req, Body&& body) {
   }
 }
 
-// The entry of a node the kernel now knows once more (its lookup count goes up).
-void reply_entry(fuse_req_t req, Volume& volume, Ino ino) {
+// What the kernel is told of a node it looks up or creates.
+fuse_entry_param entry_of(Volume& volume, Ino ino) {
   fuse_entry_param e{};
   e.ino = node_of(ino);
   e.generation = volume.generation(ino);
@@ -66,6 +66,12 @@ void reply_entry(fuse_req_t req, Volume& volume, Ino ino) {
   e.attr.st_ino = e.ino;
   e.attr_timeout = kCacheTimeout;
   e.entry_timeout = kCacheTimeout;
+  return e;
+}
+
+// The entry of a node the kernel now knows once more (its lookup count goes up).
+void reply_entry(fuse_req_t req, Volume& volume, Ino ino) {
+  const fuse_entry_param e = entry_of(volume, ino);
   if (fuse_reply_entry(req, &e) == 0) volume.remember(ino);
 }
 
@@ -217,13 +223,7 @@ void op_open(fuse_req_t req, fuse_ino_t node, fuse_file_info* fi) {
 void op_create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, fuse_file_info* fi) {
   answer(req, [&](Volume& volume) {
     const Ino ino = volume.make_node(ino_of(parent), name, S_IFREG | (mode & 07777), 0, caller_of(req));
-    fuse_entry_param e{};
-    e.ino = node_of(ino);
-    e.generation = volume.generation(ino);
-    e.attr = volume.attributes(ino);
-    e.attr.st_ino = e.ino;
-    e.attr_timeout = kCacheTimeout;
-    e.entry_timeout = kCacheTimeout;
+    const fuse_entry_param e = entry_of(volume, ino);
     fi->keep_cache = 1;
     if (fuse_reply_create(req, &e, fi) == 0) {
       volume.remember(ino);

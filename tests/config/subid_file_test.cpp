@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "support/error_text.hpp"
 #include "support/process.hpp"
 #include "support/temp_dir.hpp"
 #include "support/test_env.hpp"
@@ -24,14 +25,7 @@ const SubidUser kAlice{"alice", 2001};
 // 2^32 - 131072: the highest start Apptainer hands out.
 const std::string kTop = "4294836224";
 
-std::string error_of(const std::function<void()>& body) {
-  try {
-    body();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_text;
 
 TEST(SubidFile, AddsTheHighestFreeRangeAndKeepsEveryOtherLine) {
   test::TempDir dir;
@@ -70,7 +64,7 @@ TEST(SubidFile, FindsTheUserByNameOrUidAndPrefersTheExactRange) {
   EXPECT_EQ(file.lines(), (Lines{"alice:100:10", "alice:300000:100000"}));
   EXPECT_TRUE(file.remove_user(kAlice)) << "then the largest range above 65536";
   EXPECT_EQ(file.lines(), (Lines{"alice:100:10"}));
-  EXPECT_NE(error_of([&] { file.remove_user(kAlice); }).find("no mapping entry for alice"), std::string::npos)
+  EXPECT_NE(error_text([&] { file.remove_user(kAlice); }).find("no mapping entry for alice"), std::string::npos)
       << "a range smaller than 65536 is not a fakeroot entry";
 }
 
@@ -78,7 +72,7 @@ TEST(SubidFile, AMissingFileIsEmptyAndCreatedOnSave) {
   test::TempDir dir;
   SubidFile file = SubidFile::load(dir.path() + "/subgid");
   EXPECT_TRUE(file.lines().empty());
-  EXPECT_NE(error_of([&] { file.enable_user(kAlice); }).find(dir.path() + "/subgid: no mapping entry for alice"),
+  EXPECT_NE(error_text([&] { file.enable_user(kAlice); }).find(dir.path() + "/subgid: no mapping entry for alice"),
             std::string::npos);
   file.add_user(kAlice);
   file.save();

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "support/error_text.hpp"
 #include "support/temp_dir.hpp"
 #include "util/error.hpp"
 
@@ -16,14 +17,7 @@ const char* const kBridge = R"({"cniVersion": "1.0.0", "name": "bridge", "plugin
   {"type": "bridge", "bridge": "sbr0", "ipam": {"type": "host-local", "subnet": "10.22.0.0/16"}},
   {"type": "portmap", "capabilities": {"portMappings": true}}]})";
 
-std::string error_of(const std::function<void()>& body) {
-  try {
-    body();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_text;
 
 TEST(CniConfig, FindsANetworkByTheNameInsideItsFile) {
   test::TempDir dir;
@@ -44,19 +38,19 @@ TEST(CniConfig, FindsANetworkByTheNameInsideItsFile) {
 TEST(CniConfig, AMissingNetworkOrABadFileIsNamed) {
   test::TempDir dir;
   dir.write("00_bridge.conflist", kBridge);
-  EXPECT_EQ(error_of([&] { load_cni_network(dir.path(), "ptp"); }),
+  EXPECT_EQ(error_text([&] { load_cni_network(dir.path(), "ptp"); }),
             "--network ptp: no network of that name in " + dir.path() +
                 " (its *.conflist files name the networks; the cni configuration path of capsa.conf says where)");
   dir.write("00_a_broken.conflist", "{\"name\": ");
-  EXPECT_NE(error_of([&] {
+  EXPECT_NE(error_text([&] {
               load_cni_network(dir.path(), "bridge");
             }).find(dir.path() + "/00_a_broken.conflist: not a CNI network configuration"),
             std::string::npos);
   test::TempDir other;
   other.write("01.conflist", R"({"cniVersion": "1.0.0", "name": "x", "plugins": [{"type": "../../bin/sh"}]})");
-  EXPECT_EQ(error_of([&] { load_cni_network(other.path(), "x"); }),
+  EXPECT_EQ(error_text([&] { load_cni_network(other.path(), "x"); }),
             other.path() + "/01.conflist: every plugin of network x needs a \"type\" naming a program");
-  EXPECT_NE(error_of([&] { load_cni_network(other.path() + "/missing", "x"); }).find("cni configuration path"),
+  EXPECT_NE(error_text([&] { load_cni_network(other.path() + "/missing", "x"); }).find("cni configuration path"),
             std::string::npos);
 }
 
@@ -82,7 +76,7 @@ TEST(CniConfig, BadNetworkArgsSayWhatIsWrong) {
   test::TempDir dir;
   dir.write("00_bridge.conflist", kBridge);
   const std::vector<CniNetwork> networks = {load_cni_network(dir.path(), "bridge")};
-  auto error = [&](const std::string& value) { return error_of([&] { parse_network_args({value}, networks); }); };
+  auto error = [&](const std::string& value) { return error_text([&] { parse_network_args({value}, networks); }); };
   EXPECT_EQ(error("portmap=8080:80"),
             "--network-args portmap=8080:80: badly formatted, it must be "
             "portmap=hostPort:containerPort/protocol (or hostPort/protocol)");
