@@ -146,7 +146,8 @@ TEST_F(Overlay, AnExt3ImageIsAnUpperLayerOfTheKernelsOverlayfsAndKeepsWhiteouts)
   std::ofstream(lower + "/upper/data/from-lower") << "lower\n";
   std::ofstream(lower + "/upper/data/kept") << "kept\n";
   auto removed = run({"exec", "--overlay", lower + ":ro", "--overlay", img, image, "sh", "-c",
-                      "rm /data/from-lower && cat /proc/self/mountinfo"});
+                      "rm /data/from-lower && cat /proc/self/mountinfo"},
+                     {"CAPSA_EXT3_FUSE=builtin"});
   ASSERT_EQ(removed.exit_code, 0) << removed.err;
   // Kernels before 5.11 (capsa-old-kernel 4.18) refuse overlayfs in a user namespace.
   const char* kernel = std::getenv("CAPSA_TEST_KERNEL");
@@ -154,7 +155,8 @@ TEST_F(Overlay, AnExt3ImageIsAnUpperLayerOfTheKernelsOverlayfsAndKeepsWhiteouts)
   EXPECT_EQ(root_type(removed.out), old_kernel ? "fuse.fuse-overlayfs" : "overlay") << removed.out;
   EXPECT_EQ(removed.err, "");
   auto later = run({"exec", "--overlay", lower + ":ro", "--overlay", img, image, "sh", "-c",
-                    "ls /data; test -e /data/from-lower && echo STILL-THERE || echo gone"});
+                    "ls /data; test -e /data/from-lower && echo STILL-THERE || echo gone"},
+                   {"CAPSA_EXT3_FUSE=builtin"});
   EXPECT_EQ(later.exit_code, 0) << later.err;
   EXPECT_EQ(later.out, "kept\ngone\n");
   EXPECT_TRUE(fs::exists(lower + "/upper/data/from-lower")) << "the read-only layer is never written";
