@@ -73,6 +73,16 @@ class ContainerNetwork : public ::testing::Test {
     return left;
   }
 
+  // left_attached() once the detaching process has had up to 15 s to finish.
+  std::string left_once_detached() {
+    std::string left = left_attached();
+    for (int attempt = 0; attempt < 150 && !left.empty(); ++attempt) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      left = left_attached();
+    }
+    return left;
+  }
+
   test::TempDir dir;
   const std::string tag = std::to_string(::getpid() % 10000);
   const std::string name = "capsatest" + tag;
@@ -149,12 +159,7 @@ TEST_F(ContainerNetwork, CapsaKilledAtAnyMomentLeavesNothingAttached) {
     std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
     ::kill(capsa_pid, SIGKILL);
     ::waitpid(capsa_pid, nullptr, 0);
-    std::string left = left_attached();
-    for (int attempt = 0; attempt < 150 && !left.empty(); ++attempt) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      left = left_attached();
-    }
-    EXPECT_EQ(left, "");
+    EXPECT_EQ(left_once_detached(), "");
   }
 }
 
@@ -169,12 +174,7 @@ TEST_F(ContainerNetwork, AnInstanceKeepsItsAddressUntilItStops) {
   EXPECT_NE(left_attached(), "") << "the running instance holds its address";
   auto stopped = capsa({"instance", "stop", instance});
   EXPECT_EQ(stopped.exit_code, 0) << stopped.err;
-  std::string left = left_attached();
-  for (int attempt = 0; attempt < 100 && !left.empty(); ++attempt) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    left = left_attached();
-  }
-  EXPECT_EQ(left, "");
+  EXPECT_EQ(left_once_detached(), "");
 }
 
 TEST_F(ContainerNetwork, BadNetworksAndArgumentsFailInOneLineBeforeAnythingRuns) {
