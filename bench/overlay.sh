@@ -82,7 +82,7 @@ for run in $(seq "$runs"); do
     rm -f "$img"
     case $who in
       root) as="env" ;;
-      user) as="as_user env" ;;
+      user) as="as_user env CAPSA_EXT3_FUSE=builtin" ;;
       user2fs) as="as_user env CAPSA_EXT3_FUSE=fuse2fs" ;;
     esac
     $as "$capsa" overlay create --sparse --size 1024 "$img"
