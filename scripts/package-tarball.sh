@@ -10,7 +10,8 @@
 #   bin/capsa                      the portable runner; singularity, apptainer and
 #                                  run-singularity link to it
 #   libexec/capsa/capsa-full       every other command
-#   etc/capsa/                     capsa.conf, nvliblist.conf, rocmliblist.conf
+#   etc/capsa/                     capsa.conf, nvliblist.conf, rocmliblist.conf,
+#                                  network/ (the CNI bridge and ptp networks)
 #   share/                         man pages, bash and zsh completion, modulefiles
 # Every library but glibc is inside the binaries; scripts/check-glibc-floor.sh must pass.
 set -eu

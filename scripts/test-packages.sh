@@ -21,6 +21,7 @@ demo=$(mktemp -d "${TMPDIR:-/tmp}/capsa-deb-demo.XXXXXX")
 trap 'dpkg --purge capsa >/dev/null 2>&1 || true; rm -rf "$demo"' EXIT
 dpkg -i "$deb" >/dev/null
 for path in /usr/bin/capsa /usr/bin/singularity /usr/libexec/capsa/capsa-full /etc/capsa/capsa.conf \
+  /etc/capsa/network/00_bridge.conflist \
   /usr/share/man/man1/capsa.1.gz /usr/share/bash-completion/completions/singularity; do
   [ -e "$path" ] || fail "the installed package has no $path"
 done
@@ -37,7 +38,8 @@ echo "deb: $deb installed, ran the demo, removed"
 
 rpm=$("$root/scripts/package-rpm.sh" "$build")
 listing=$(rpm -qlp "$rpm" 2>/dev/null)
-for path in /usr/bin/capsa /usr/bin/apptainer /usr/libexec/capsa/capsa-full /etc/capsa/capsa.conf; do
+for path in /usr/bin/capsa /usr/bin/apptainer /usr/libexec/capsa/capsa-full /etc/capsa/capsa.conf \
+  /etc/capsa/network/00_bridge.conflist; do
   printf '%s\n' "$listing" | grep -qx "$path" || fail "$rpm has no $path"
 done
 too_new=$(rpm -qp --requires "$rpm" 2>/dev/null | grep -E 'GLIBC_2\.(2[89]|[3-9][0-9])' | grep -v 'GLIBC_2\.28)' || true)
