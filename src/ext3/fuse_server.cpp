@@ -5,8 +5,10 @@
 #include "ext3/fuse_server.hpp"
 
 #include <fuse3/fuse_lowlevel.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/signalfd.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -22,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "util/fd.hpp"
 #include "util/log.hpp"
 
 namespace capsa::ext3 {
@@ -401,14 +404,48 @@ fuse_lowlevel_ops operations() {
 
 void on_wake(int) {}
 
-// Serves requests until the connection ends or SIGTERM arrives (blocked here, and
-// waited for by a second thread). A loop of its own rather than fuse_session_loop: a
-// SIGTERM that came just before the loop blocked in read(2) would go unnoticed until the
-// next request, which may never come. So the waiting thread, once SIGTERM has come, sends
+// What the waiting thread waits for: SIGTERM (blocked in every thread, read from a
+// signalfd), `finished` (sent by the reading thread when its loop ended first) and, when
+// given, the end of the container itself. The server does not rely on its parent-death
+// signal alone: a server that missed it kept its container's stderr open, and the run
+// that had just failed never ended for its caller (session 11, 1 run in 6 under load).
+class EndOfService {
+ public:
+  EndOfService(const sigset_t& signals, const EndWatch* container)
+      : signals_(::signalfd(-1, &signals, SFD_CLOEXEC)), container_(container) {}
+
+  // Returns true for SIGTERM or the container's end, false for `finished`.
+  bool await(int finished) const {
+    const int container_fd = container_ != nullptr ? container_->poll_fd() : -1;
+    // Without a pidfd (kernels before 5.3) the container's end is polled.
+    const int timeout_ms = container_ != nullptr && container_fd < 0 ? 100 : -1;
+    for (;;) {
+      pollfd fds[2] = {{signals_.get(), POLLIN, 0}, {container_fd, POLLIN, 0}};
+      const int ready = ::poll(fds, container_fd >= 0 ? 2 : 1, timeout_ms);
+      if (ready < 0 && errno != EINTR) return true;  // cannot wait: end rather than hang
+      if ((fds[0].revents & POLLIN) != 0) {
+        signalfd_siginfo info{};
+        if (::read(signals_.get(), &info, sizeof info) == sizeof info)
+          return static_cast<int>(info.ssi_signo) != finished;
+      }
+      if (container_ != nullptr && ((fds[1].revents & POLLIN) != 0 || (container_fd < 0 && container_->ended())))
+        return true;
+    }
+  }
+
+ private:
+  UniqueFd signals_;
+  const EndWatch* container_;
+};
+
+// Serves requests until the connection ends, SIGTERM arrives, or the container ends
+// (waited for by a second thread). A loop of its own rather than fuse_session_loop: an
+// end that came just before the loop blocked in read(2) would go unnoticed until the
+// next request, which may never come. So the waiting thread, once the end has come, sends
 // the reading thread a signal whose handler ends its read (EINTR), and sends it again
 // until the loop has ended. Without a poll(2) before each read: one system call less
 // per request (bench/overlay.sh makes some 350,000).
-void serve_requests(fuse_session* session, const sigset_t& term) {
+void serve_requests(fuse_session* session, const sigset_t& term, const EndWatch* container) {
   const int wake = SIGRTMIN + 1;
   struct sigaction action {};
   action.sa_handler = on_wake;  // no SA_RESTART: the read returns EINTR
@@ -419,13 +456,16 @@ void serve_requests(fuse_session* session, const sigset_t& term) {
   sigset_t awaited = term;
   sigaddset(&awaited, finished);
   ::pthread_sigmask(SIG_BLOCK, &awaited, nullptr);
+  // The wake signal must reach the reading thread whatever mask it inherited.
+  sigset_t wake_set;
+  sigemptyset(&wake_set);
+  sigaddset(&wake_set, wake);
+  ::pthread_sigmask(SIG_UNBLOCK, &wake_set, nullptr);
+  const EndOfService end_of_service(awaited, container);
   std::atomic<bool> ending{false}, done{false};
   const pthread_t reader = ::pthread_self();
   std::thread waiter([&] {
-    siginfo_t info{};
-    while (::sigwaitinfo(&awaited, &info) < 0 && errno == EINTR) {
-    }
-    if (done) return;  // the loop ended first, and woke this thread to end too
+    if (!end_of_service.await(finished) || done) return;  // the loop ended first, and woke this thread
     ending = true;
     while (!done) {
       ::pthread_kill(reader, wake);
@@ -448,7 +488,7 @@ void serve_requests(fuse_session* session, const sigset_t& term) {
 
 }  // namespace
 
-int serve(Volume& volume, int fuse_fd) {
+int serve(Volume& volume, int fuse_fd, const EndWatch* container) {
   // The container's process group gets the terminal's and the batch system's signals;
   // the container decides what to do with them and still needs its files meanwhile.
   for (int sig : {SIGINT, SIGHUP, SIGQUIT, SIGPIPE, SIGTSTP, SIGTTIN, SIGTTOU, SIGUSR1, SIGUSR2})
@@ -474,7 +514,7 @@ int serve(Volume& volume, int fuse_fd) {
     // libfuse takes a mounted connection as "/dev/fd/N" and skips mounting.
     const std::string mountpoint = "/dev/fd/" + std::to_string(fuse_fd);
     if (fuse_session_mount(session, mountpoint.c_str()) == 0) {
-      serve_requests(session, term);
+      serve_requests(session, term, container);
       status = 0;
     }
   }

@@ -13,20 +13,22 @@
 // attributes (it is the only writer). The file system work is ext3/volume.hpp.
 //
 // One thread serves requests: libext2fs is not thread-safe (a second one only waits for
-// SIGTERM). The server ends when its connection ends
-// (unmount) or on SIGTERM (its container has ended: util/detached_child.hpp), and then
+// the end). The server ends when its connection ends (unmount), on SIGTERM, or when the
+// container it serves has ended (util/detached_child.hpp), and then
 // writes everything back and marks the file system clean. Killed, it leaves the file
 // system marked in use, and e2fsck repairs it before its next use.
 #include "ext3/volume.hpp"
+#include "util/detached_child.hpp"
 
 struct fuse_session;
 
 namespace capsa::ext3 {
 
 // Serves `volume` on `fuse_fd`, a /dev/fuse connection that is already mounted (mount(2)
-// with fd=N), until the connection ends or SIGTERM comes; then closes the volume (written
-// back, clean). Returns the exit status for the server process. Meant for a child
-// process: it ignores the terminal's signals and takes SIGTERM for itself.
-int serve(Volume& volume, int fuse_fd);
+// with fd=N), until the connection ends, SIGTERM comes or `container` (when given) has
+// ended; then closes the volume (written back, clean). Returns the exit status for the
+// server process. Meant for a child process: it ignores the terminal's signals and takes
+// SIGTERM for itself.
+int serve(Volume& volume, int fuse_fd, const EndWatch* container = nullptr);
 
 }  // namespace capsa::ext3

@@ -71,6 +71,9 @@ void mount_ext3_with_capsa(const OverlayImage& image, const std::string& target)
   UniqueFd fuse =
       mount_fuse(target, "capsa-ext3", kLayerFlags | (image.writable ? 0 : MS_RDONLY), ",default_permissions");
   const int fuse_fd = fuse.get();
+  // The server also watches this process, the container-to-be, itself: it must end with
+  // the container even if its parent-death signal never comes.
+  const EndWatch container = EndWatch::of_this_process();
   DetachedChild::start(
       [&] {
         // A session of its own: the job's and the terminal's signals to the container's
@@ -83,7 +86,7 @@ void mount_ext3_with_capsa(const OverlayImage& image, const std::string& target)
         }
         null_fd.reset();
         wipe_inherited_environment();
-        return ext3::serve(volume, fuse_fd);
+        return ext3::serve(volume, fuse_fd, &container);
       },
       {.parent_death_signal = SIGTERM, .name = "the ext3 overlay's FUSE server"});
   fuse.reset();

@@ -420,5 +420,75 @@ TEST_F(Ext3Server, AServerKilledMidWayLeavesTheFileSystemMarkedForChecking) {
   EXPECT_LT(fsck.exit_code, 4) << fsck.out;
 }
 
+// Waits up to `seconds` for `pid`; false if it has not ended by then (then killed).
+bool ended_within(pid_t pid, int seconds, int& status) {
+  for (int i = 0; i < seconds * 50; ++i) {
+    if (::waitpid(pid, &status, WNOHANG) == pid) return true;
+    ::usleep(20'000);
+  }
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, &status, 0);
+  return false;
+}
+
+// Mounts a fresh image, serves it from a child watching `container` (if given), makes a
+// directory through it, calls `end` while the mount stays, and checks that the server
+// ends by itself, with status 0, and leaves the file system clean.
+void expect_server_ends_cleanly(const std::string& image, const std::string& m, const EndWatch* container,
+                                const std::function<void(pid_t server)>& end) {
+  int result = test::in_private_mount_namespace([&] {
+    Volume volume(image, 0, true, image);
+    UniqueFd fuse = runtime::mount_fuse(m, "capsa-ext3", MS_NOSUID | MS_NODEV, ",default_permissions");
+    std::fflush(nullptr);
+    const pid_t server = ::fork();
+    if (server == 0) ::_exit(serve(volume, fuse.get(), container));
+    fuse.reset();
+    Checks c;
+    c.expect(::mkdir((m + "/made").c_str(), 0755) == 0, "mkdir");
+    end(server);
+    int status = 0;
+    c.expect(ended_within(server, 10, status), "the server ended within 10 s");
+    c.expect(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the server's status is 0");
+    ::umount2(m.c_str(), MNT_DETACH);
+    return c.ok;
+  });
+  if (result == 77) GTEST_SKIP() << "no private mount namespace here";
+  ASSERT_EQ(result, 0);
+  int fd = ::open(image.c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0);
+  EXPECT_TRUE(runtime::read_ext3_superblock(fd, 0).clean) << "written back and marked clean";
+  ::close(fd);
+  auto fsck = test::run_process({tool("e2fsck"), "-fn", image});
+  EXPECT_EQ(fsck.exit_code, 0) << fsck.out;
+  auto listing = test::run_process({tool("debugfs"), "-R", "ls -l /", image});
+  EXPECT_NE(listing.out.find("made"), std::string::npos) << listing.out;
+}
+
+TEST_F(Ext3Server, SigtermEndsItWithTheFileSystemWrittenBack) {
+  make_ext3(image, 8);
+  expect_server_ends_cleanly(image, mnt, nullptr, [](pid_t server) { ::kill(server, SIGTERM); });
+}
+
+TEST_F(Ext3Server, TheEndOfItsContainerEndsItWithoutAnySignal) {
+  make_ext3(image, 8);
+  // The container: a child that ends when told; the server watches it and gets no signal.
+  int pipe_fds[2];
+  ASSERT_EQ(::pipe(pipe_fds), 0);
+  std::fflush(nullptr);
+  const pid_t container = ::fork();
+  if (container == 0) {
+    ::close(pipe_fds[1]);
+    char byte;
+    while (::read(pipe_fds[0], &byte, 1) < 0 && errno == EINTR) {
+    }
+    ::_exit(0);
+  }
+  ::close(pipe_fds[0]);
+  const EndWatch watch = EndWatch::of(container);
+  expect_server_ends_cleanly(image, mnt, &watch, [&](pid_t) { (void)!::write(pipe_fds[1], "x", 1); });
+  ::close(pipe_fds[1]);
+  ::waitpid(container, nullptr, 0);
+}
+
 }  // namespace
 }  // namespace capsa::ext3
