@@ -101,10 +101,8 @@ void mount_ext3_with_capsa(const OverlayImage& image, const std::string& target)
 // container's root on top of it.
 bool use_fuse2fs() {
   const char* wanted = std::getenv("CAPSA_EXT3_FUSE");
-  // fuse2fs stays the default until capsa's server ends reliably when a run fails right
-  // after mounting it (runtime_modes' Writable test left servers waiting, session 11).
-  if (wanted == nullptr || *wanted == '\0' || std::strcmp(wanted, "fuse2fs") == 0) return true;
-  if (std::strcmp(wanted, "builtin") == 0) return false;
+  if (wanted == nullptr || *wanted == '\0' || std::strcmp(wanted, "builtin") == 0) return false;
+  if (std::strcmp(wanted, "fuse2fs") == 0) return true;
   throw Error(std::string("CAPSA_EXT3_FUSE=") + wanted + ": unknown ext3 FUSE server (use builtin or fuse2fs)");
 }
 

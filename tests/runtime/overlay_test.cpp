@@ -135,7 +135,7 @@ std::string root_type(const std::string& mountinfo) {
 }
 
 TEST_F(Overlay, AnExt3ImageIsAnUpperLayerOfTheKernelsOverlayfsAndKeepsWhiteouts) {
-  // Unprivileged, capsa's ext3 FUSE server serves the image and the kernel's overlayfs
+  // Unprivileged, capsa's ext3 FUSE server (the default) serves the image and the kernel's overlayfs
   // takes it as its upper layer (fuse2fs needed fuse-overlayfs on top); as root, the
   // kernel's ext3 does. A file of a lower layer removed in one run stays removed: a
   // whiteout (a 0/0 character device) in upper/.
@@ -146,8 +146,7 @@ TEST_F(Overlay, AnExt3ImageIsAnUpperLayerOfTheKernelsOverlayfsAndKeepsWhiteouts)
   std::ofstream(lower + "/upper/data/from-lower") << "lower\n";
   std::ofstream(lower + "/upper/data/kept") << "kept\n";
   auto removed = run({"exec", "--overlay", lower + ":ro", "--overlay", img, image, "sh", "-c",
-                      "rm /data/from-lower && cat /proc/self/mountinfo"},
-                     {"CAPSA_EXT3_FUSE=builtin"});
+                      "rm /data/from-lower && cat /proc/self/mountinfo"});
   ASSERT_EQ(removed.exit_code, 0) << removed.err;
   // Kernels before 5.11 (capsa-old-kernel 4.18) refuse overlayfs in a user namespace.
   const char* kernel = std::getenv("CAPSA_TEST_KERNEL");
@@ -155,8 +154,7 @@ TEST_F(Overlay, AnExt3ImageIsAnUpperLayerOfTheKernelsOverlayfsAndKeepsWhiteouts)
   EXPECT_EQ(root_type(removed.out), old_kernel ? "fuse.fuse-overlayfs" : "overlay") << removed.out;
   EXPECT_EQ(removed.err, "");
   auto later = run({"exec", "--overlay", lower + ":ro", "--overlay", img, image, "sh", "-c",
-                    "ls /data; test -e /data/from-lower && echo STILL-THERE || echo gone"},
-                   {"CAPSA_EXT3_FUSE=builtin"});
+                    "ls /data; test -e /data/from-lower && echo STILL-THERE || echo gone"});
   EXPECT_EQ(later.exit_code, 0) << later.err;
   EXPECT_EQ(later.out, "kept\ngone\n");
   EXPECT_TRUE(fs::exists(lower + "/upper/data/from-lower")) << "the read-only layer is never written";
