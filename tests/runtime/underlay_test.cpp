@@ -134,6 +134,17 @@ TEST_F(Underlay, DisabledBySiteRefusesTheFlagUnlessAnOverlayIsNeeded) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
 }
 
+TEST_F(Underlay, AnInstanceStartedWithItHasItsRoot) {
+  const std::string name = "underlay-" + std::to_string(::getpid());
+  auto r = capsa({"instance", "start", "--underlay", "-B", dir / "data" + ":/new/dir", busybox_sif(), name});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = capsa({"exec", "instance://" + name, "sh", "-c", "cat /new/dir/marker; cat /proc/self/mountinfo"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.substr(0, 14), "from the host\n");
+  EXPECT_EQ(type_at(mounts_of(r.out), "/"), "tmpfs") << r.out;
+  EXPECT_EQ(capsa({"instance", "stop", name}).exit_code, 0);
+}
+
 TEST_F(Underlay, OverlayDisabledBySiteFallsBackToIt) {
   const std::string conf = dir.write("capsa.conf", "enable overlay = no\n");
   auto r = capsa({"-c", conf, "exec", "-B", dir / "data" + ":/new/dir", busybox_sif(), "sh", "-c",
