@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <sstream>
 
@@ -135,6 +136,9 @@ TEST_F(Underlay, DisabledBySiteRefusesTheFlagUnlessAnOverlayIsNeeded) {
 }
 
 TEST_F(Underlay, AnInstanceStartedWithItHasItsRoot) {
+  // Under the emulated old kernel no instance outlives its start, with or without the flag
+  // (the instance suite is not run there either).
+  if (std::getenv("CAPSA_TEST_KERNEL") != nullptr) GTEST_SKIP() << "no instances under capsa-old-kernel";
   const std::string name = "underlay-" + std::to_string(::getpid());
   auto r = capsa({"instance", "start", "--underlay", "-B", dir / "data" + ":/new/dir", busybox_sif(), name});
   ASSERT_EQ(r.exit_code, 0) << r.err;
