@@ -26,6 +26,7 @@
 #include "runtime/site_policy.hpp"
 #include "sif/image.hpp"
 #include "util/error.hpp"
+#include "util/go_duration.hpp"
 #include "util/log.hpp"
 
 namespace capsa::cli {
@@ -47,6 +48,9 @@ struct ActionFlags {
   bool no_home = false;
   bool writable_tmpfs = false;
   bool writable = false;
+  bool underlay = false;
+  bool allow_setuid = false;
+  std::string runscript_timeout;  // run only
   bool nv = false;
   bool nvccli = false;
   bool rocm = false;
@@ -165,10 +169,6 @@ std::vector<std::string> list_flag(const std::vector<std::string>& values, std::
 // tests/cli/apptainer-1.4-commands.tsv lists every flag with its status.
 const std::vector<RefusedFlag>& refused_action_flags() {
   static const std::vector<RefusedFlag> flags = {
-      {"--allow-setuid", false, "capsa never runs setuid programs as root; images are mounted nosuid"},
-      {"--underlay", false,
-       "Apptainer's deprecated underlay is not needed: capsa makes bind targets the image lacks in a layer of its "
-       "own that overlayfs (or fuse-overlayfs, on kernels that refuse it) lays over the image"},
       {"--dmtcp-launch", true, "capsa has no DMTCP checkpointing"},
       {"--dmtcp-restart", true, "capsa has no DMTCP checkpointing"},
       {"--passphrase", false, "encrypted SIF images are not supported"},
@@ -177,14 +177,6 @@ const std::vector<RefusedFlag>& refused_action_flags() {
   };
   return flags;
 }
-
-// Apptainer bounds the time its embedded shell interpreter may take to evaluate the
-// action and environment scripts (default 1m) before the runscript starts; capsa has no
-// such interpreter step to bound.
-const RefusedFlag kRunscriptTimeout{
-    "--runscript-timeout", true,
-    "it bounds Apptainer's built-in shell interpreter, which capsa does not have: the image's own shell reads the "
-    "environment scripts and becomes the runscript"};
 
 runtime::ActionRequest request_from(const std::string& action, const ActionFlags& f,
                                     const std::vector<std::string>& rest) {
@@ -225,6 +217,16 @@ runtime::ActionRequest request_from(const std::string& action, const ActionFlags
   r.no_home = f.no_home || env_flag("NO_HOME");
   r.writable_tmpfs = f.writable_tmpfs || env_flag("WRITABLE_TMPFS");
   r.writable = f.writable || env_flag("WRITABLE");
+  r.underlay = f.underlay || env_flag("UNDERLAY");
+  r.allow_setuid = f.allow_setuid || env_flag("ALLOW_SETUID");
+  if (r.allow_setuid && ::geteuid() != 0) throw Error("--allow-setuid requires root privileges");  // Apptainer's words
+  // Only run has the flag, and with it the variable (Apptainer binds the two).
+  if (action == "run") {
+    const std::string timeout =
+        !f.runscript_timeout.empty() ? f.runscript_timeout : env_value("RUNSCRIPT_TIMEOUT").value_or("");
+    if (!timeout.empty()) r.runscript_timeout = parse_go_duration(timeout, "--runscript-timeout");
+  }
+  if (f.underlay) log::warning("Flag --underlay has been deprecated, default overlay is preferred");  // cobra's words
   r.no_mount = f.no_mount;
   if (r.no_mount.empty())
     if (auto list = env_value("NO_MOUNT")) r.no_mount = {*list};
@@ -349,6 +351,12 @@ CLI::App* add_action(CLI::App& app, const std::string& name, const std::string& 
   cmd->add_flag("--writable-tmpfs", flags->writable_tmpfs, "Let the container write, to a 64 MiB tmpfs discarded at exit");
   cmd->add_flag("-w,--writable", flags->writable,
                 "Run a sandbox directory read-write, or write to a SIF's overlay partition (also APPTAINER_WRITABLE)");
+  cmd->add_flag("--allow-setuid", flags->allow_setuid,
+                "Root only: the image and the container's mounts without nosuid, and setuid programs take effect "
+                "(also APPTAINER_ALLOW_SETUID)");
+  cmd->add_flag("--underlay", flags->underlay,
+                "Root of binds of the image's entries on a tmpfs instead of an overlay (deprecated in Apptainer; "
+                "also APPTAINER_UNDERLAY)");
   cmd->add_flag("-u,--userns", flags->userns, "Run in a user namespace also as root (anyone else always gets one)");
   cmd->add_flag("-f,--fakeroot", flags->fakeroot,
                 "Run as root inside: uid 0 of a user namespace, through your subuid/subgid ranges or capsa's root "
@@ -433,7 +441,10 @@ CLI::App* add_action(CLI::App& app, const std::string& name, const std::string& 
     add_refused_flags_in(*cmd, refused_action_flags(), *args);
   else
     add_refused_flags(*cmd, refused_action_flags());
-  if (name == "run") add_refused_flags(*cmd, {kRunscriptTimeout});
+  if (name == "run")
+    cmd->add_option("--runscript-timeout", flags->runscript_timeout,
+                    "How long the environment scripts may take before the runscript starts, as 30s, 2m, 1h "
+                    "(default 1m; also APPTAINER_RUNSCRIPT_TIMEOUT)");
   if (name == "shell") cmd->add_option("-s,--shell", flags->shell, "Shell to run (also APPTAINER_SHELL)");
   cmd->footer(
       "IMAGE is a SIF file, a sandbox directory, or docker://REF, oras://REF or library://REF (pulled into the cache\n"

@@ -133,12 +133,11 @@ build::BuildOptions options_from(const BuildFlags& f) {
 
 // `apptainer build` flags (cmd/internal/cli/build.go) capsa does not carry out (yet).
 const std::vector<RefusedFlag>& refused_build_flags() {
-  static const std::string later = "not in this version of capsa yet";
   static const std::vector<RefusedFlag> flags = {
       {"-e,--encrypt", false, "encrypted SIF images are not supported"},
       {"--passphrase", false, "encrypted SIF images are not supported"},
       {"--pem-path", true, "encrypted SIF images are not supported"},
-      {"--library", true, "library:// images are " + later},
+      {"--library", true, "it names the Library whose remote builder --remote uses; capsa builds on this machine only"},
       {"--docker-host", true, "capsa talks to registries, never to a Docker daemon"},
       {"--remote", false, "capsa builds on this machine; there is no remote build service"},
   };

@@ -61,6 +61,8 @@ void registry_login(const ServiceLogin& login);
 void keyserver_login(const std::string& config, const ServiceLogin& login);
 // `config global` (and the refused `config fakeroot`): capsa.conf, cmd_config.cpp.
 void add_config_command(CLI::App& app);
+// `capability add|drop|list|avail` on capability.json (capsa-full only).
+void add_capability_command(CLI::App& app);
 // `overlay create`: ext3 overlay images and SIF overlay partitions.
 void add_overlay_command(CLI::App& app);
 // `sign`, `verify` and `key`: SIF signatures and the OpenPGP keyring (signing/).

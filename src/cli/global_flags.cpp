@@ -1,6 +1,5 @@
 #include "cli/global_flags.hpp"
 
-#include "cli/refused_flags.hpp"
 #include "cli/site_config.hpp"
 #include "util/log.hpp"
 
@@ -13,6 +12,7 @@ struct GlobalFlags {
   bool verbose = false;
   bool debug = false;
   bool nocolor = false;
+  bool build_config = false;
   std::string config;
 };
 
@@ -48,7 +48,9 @@ void add_global_flags(CLI::App& app) {
                  "Use this configuration file (apptainer.conf syntax) instead of the administrator's capsa.conf; "
                  "for anyone but root it cannot loosen the administrator's restrictions (also CAPSA_CONFIG)")
       ->type_name("FILE");
-  add_refused_flags(app, {{"--build-config", false, "capsa's build needs no configuration of its own"}});
+  app.add_flag("--build-config", f.build_config,
+               "Use the configuration for building containers: Apptainer's defaults without the default binds, "
+               "resolv.conf, home and devpts (anyone but root keeps the administrator's restrictions)");
   // The configuration is read before any command runs, as Apptainer does: a malformed
   // file stops every command, and its warnings come once.
   app.parse_complete_callback([] {
@@ -60,6 +62,8 @@ void add_global_flags(CLI::App& app) {
 bool quiet_output() { return flags().quiet || flags().silent; }
 
 const std::string& config_flag() { return flags().config; }
+
+bool build_config_flag() { return flags().build_config; }
 
 std::size_t global_flag_words(const std::vector<std::string>& args) {
   std::size_t i = 0;

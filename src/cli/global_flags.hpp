@@ -1,6 +1,7 @@
 #pragma once
 // The flags Apptainer takes before the command (cmd/internal/cli/apptainer.go):
-// -s/--silent, -q/--quiet, -d/--debug, -v/--verbose, --nocolor, -c/--config FILE.
+// -s/--silent, -q/--quiet, -d/--debug, -v/--verbose, --nocolor, -c/--config FILE,
+// --build-config.
 // Job scripts write `singularity -s exec ...`, Snakemake `singularity --quiet --silent exec`.
 #include <CLI/CLI.hpp>
 #include <string>
@@ -18,6 +19,9 @@ bool quiet_output();
 
 // The FILE of -c/--config FILE, "" when not given.
 const std::string& config_flag();
+
+// Whether --build-config was given (cli/site_config.hpp says what it means).
+bool build_config_flag();
 
 // How many of `args` (program name excluded) are global flags and their values, so that
 // the lean runner can find the command after them.

@@ -41,10 +41,9 @@ void add_help_command(CLI::App& app) {
 // itself. None of these can mean anything for capsa.
 bool reject_unimplemented(const capsa::cli::Invocation& inv) {
   static const std::vector<std::pair<std::string, std::string>> never = {
-      {"capability", "capsa never gives containers capabilities through a setuid helper"},
-      {"checkpoint", "capsa has no DMTCP checkpointing"},
+      {"checkpoint", "it drives DMTCP, which Debian 12 does not package"},
       {"oci", "capsa runs OCI images by converting them to SIF; it has no runc-style OCI mode"},
-      {"plugin", "Apptainer's plugins are Go plugins built against Apptainer itself"},
+      {"plugin", "Apptainer's plugins are Go shared objects built against Apptainer itself"},
   };
   const std::size_t first = capsa::cli::global_flag_words(inv.args);
   if (first >= inv.args.size()) return false;
@@ -90,6 +89,7 @@ int main(int argc, char** argv) {
   capsa::cli::add_keyserver_command(app);
   capsa::cli::add_overlay_command(app);
   capsa::cli::add_config_command(app);
+  capsa::cli::add_capability_command(app);
   capsa::cli::add_sign_command(app);
   capsa::cli::add_verify_command(app);
   capsa::cli::add_key_command(app);

@@ -1,7 +1,8 @@
 #pragma once
 // The administrator's configuration for this run of capsa (config/load.hpp), from the
 // file -c/--config names, else CAPSA_CONFIG, else APPTAINER_CONFIG_FILE or
-// SINGULARITY_CONFIG_FILE (Apptainer's --config reads CONFIG_FILE from the environment).
+// SINGULARITY_CONFIG_FILE (Apptainer's --config reads CONFIG_FILE from the environment);
+// with --build-config, Apptainer's build configuration instead.
 #include <string>
 
 #include "config/site_config.hpp"

@@ -156,6 +156,9 @@ std::string action_script(const ActionScriptInput& in) {
   }
   // PS1: the shell's own default is not the host's (it came back in set_aside if it was).
   std::string script = "export PWD\n" + set_aside + "unset PS1\n" + kFunctions;
+  const bool deadline = in.deadline_reached_fd >= 0 && in.deadline_go_fd >= 0;
+  // Past the deadline the watchdog signals the shell (script_watchdog.hpp): Apptainer's 255.
+  if (deadline) script.insert(0, "trap 'exit 255' ALRM INT\n");
   script += "capsa_inject() {\n" + injection_script(*in.injected, in.evaluate_injected) + "capsa_injected=1\n}\n";
   script += kSourceEnvironment;
   if (in.gpu_libraries) script += kGpuLibraryPath;
@@ -163,6 +166,13 @@ std::string action_script(const ActionScriptInput& in) {
   script += restore;
   script += kPrompt;
   script += "unset capsa_injected capsa_runtimevars_done\n";
+  if (deadline) {
+    // The action is reached: the watchdog answers if the deadline has not passed, and
+    // the command starts with neither the pipes nor the trap.
+    const std::string reached = std::to_string(in.deadline_reached_fd), go = std::to_string(in.deadline_go_fd);
+    script += "printf . >&" + reached + "; IFS= read -r capsa_go <&" + go + " || exit 255\nexec " + reached + ">&- " +
+              go + "<&-; unset capsa_go; trap - ALRM INT\n";
+  }
   script += dispatch(in.action);
   return script;
 }

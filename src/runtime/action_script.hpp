@@ -30,6 +30,9 @@ struct ActionScriptInput {
   const EnvMap* injected;      // step 2
   bool gpu_libraries = false;  // --nv: /.singularity.d/libs ends LD_LIBRARY_PATH
   bool evaluate_injected = true;  // false with --no-eval: the values are taken literally
+  // --runscript-timeout's watchdog (script_watchdog.hpp): the shell's descriptors, -1 for none.
+  int deadline_reached_fd = -1;
+  int deadline_go_fd = -1;
 };
 
 std::string action_script(const ActionScriptInput& input);

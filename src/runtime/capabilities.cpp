@@ -2,6 +2,7 @@
 
 #include <sys/capability.h>
 #include <sys/prctl.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
@@ -44,10 +45,8 @@ void check_capabilities(const CapabilityRequest& request, bool privileged) {
   capability_numbers(request.add);
   capability_numbers(request.drop);
   if (privileged) return;
-  if (!request.add.empty())
-    throw Error(
-        "--add-caps is root's: for other users Apptainer needs an administrator's grant "
-        "(`apptainer capability add`), which capsa does not have");
+  // --add-caps for anyone else: granted in the container's user namespace, as Apptainer
+  // grants them without its setuid starter (capability.json is enforced only with it).
   if (request.keep_privs) throw Error("--keep-privs is root's: other users have no privileges to keep");
 }
 
@@ -73,7 +72,20 @@ void apply_capabilities(const CapabilityRequest& request) {
     cap_set_flag(state.get(), CAP_PERMITTED, 1, &value, CAP_CLEAR);
     cap_set_flag(state.get(), CAP_INHERITABLE, 1, &value, CAP_CLEAR);
   }
+  // Not root inside: an exec keeps only ambient capabilities, so --add-caps raises them
+  // there (they must be inheritable first). They act in the container's user namespace.
+  const bool ambient = ::getuid() != 0 && !request.add.empty();
+  if (ambient)
+    for (int cap : capability_numbers(request.add)) {
+      if (!contains(keep, cap)) continue;
+      cap_value_t value = cap;
+      cap_set_flag(state.get(), CAP_INHERITABLE, 1, &value, CAP_SET);
+    }
   if (cap_set_proc(state.get()) != 0) throw_errno("setting this process's capabilities");
+  if (ambient)
+    for (int cap : capability_numbers(request.add))
+      if (contains(keep, cap) && ::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, cap, 0, 0) != 0)
+        throw_errno("granting capability " + std::to_string(cap) + " in the container's user namespace");
 }
 
 }  // namespace capsa::runtime

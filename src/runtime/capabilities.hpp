@@ -21,9 +21,11 @@ struct CapabilityRequest {
 // case; "ALL"). Throws Error naming one libcap does not know.
 std::vector<int> capability_numbers(const std::vector<std::string>& names);
 
-// Checks the request before anything is mounted: --add-caps and --keep-privs are root's
-// (for anyone else Apptainer needs an administrator's grant, which capsa does not have);
-// every name must be known.
+// Checks the request before anything is mounted: --keep-privs is root's; every name must
+// be known. --add-caps from anyone else is granted in the container's user namespace (as
+// ambient capabilities), as Apptainer grants it without its setuid starter: capability.json
+// (`capsa capability add`) is enforced only where capabilities on the host are at stake,
+// which needs a setuid helper capsa does not have.
 void check_capabilities(const CapabilityRequest& request, bool privileged);
 
 // Call last before exec, while the process still holds its capabilities: removes what the

@@ -12,6 +12,7 @@
 #include "runtime/action_in_process.hpp"
 #include "runtime/action_script.hpp"
 #include "runtime/action_without_shell.hpp"
+#include "runtime/script_watchdog.hpp"
 #include "util/error.hpp"
 #include "util/log.hpp"
 #include "util/run_program.hpp"
@@ -20,12 +21,18 @@
 namespace capsa::runtime {
 namespace {
 
+// Whether the container's programs may gain privileges: --allow-setuid, for real root
+// only (the CLI refuses it to anyone else; a user namespace keeps the rule).
+bool setuid_allowed(const ActionRequest& r) { return r.allow_setuid && !r.userns && !r.fakeroot && ::getuid() == 0; }
+
 // execve with the container's rules; returns (errno set) only when it failed. Nothing the
-// container runs may gain privileges (setuid binaries in the image included).
-void execute(const std::string& program, const std::vector<std::string>& argv_strings, const EnvMap& env) {
+// container runs may gain privileges (setuid binaries in the image included), unless
+// root allowed setuid programs.
+void execute(const std::string& program, const std::vector<std::string>& argv_strings, const EnvMap& env,
+             bool allow_setuid) {
   const std::vector<std::string> envp_strings = to_envp(env);
   const std::vector<char*> argv = exec_array(argv_strings), envp = exec_array(envp_strings);
-  ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+  if (!allow_setuid) ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
   phases::mark("exec");
   ::execve(program.c_str(), argv.data(), envp.data());
 }
@@ -41,7 +48,7 @@ void execute(const std::string& program, const std::vector<std::string>& argv_st
     std::exit(0);
   }
   std::string program = find_command(argv_strings[0], process);
-  execute(program, argv_strings, process);
+  execute(program, argv_strings, process, setuid_allowed(r));
   int err = errno;
   if (err == ENOENT)  // the file is there (find_command saw it): its #! interpreter is not
     throw StatusError("\"" + argv_strings[0] + "\": its interpreter is not in the image", 127);
@@ -70,14 +77,20 @@ bool libraries_bound() {
   if (r.action == "exec") {
     std::string why;
     if (std::optional<DirectExec> direct = direct_exec(script_input, r.args, &why, environment_files)) {
-      execute(direct->program, r.args, direct->env);
+      execute(direct->program, r.args, direct->env, setuid_allowed(r));
       why = "executing " + direct->program + ": " + std::strerror(errno);  // the script may still run it
     }
     log::debug({"the action runs through /bin/sh: ", why});
   }
-  std::vector<std::string> argv_strings = {"/bin/sh", "-c", action_script(script_input), r.action};
+  ActionScriptInput shell_input = script_input;
+  phases::mark("watchdog");  // to the exec: the watchdog's fork (bench/start.sh)
+  if (auto deadline = start_script_watchdog(r.runscript_timeout.value_or(kDefaultScriptTimeout))) {
+    shell_input.deadline_reached_fd = deadline->reached_fd;
+    shell_input.deadline_go_fd = deadline->go_fd;
+  }
+  std::vector<std::string> argv_strings = {"/bin/sh", "-c", action_script(shell_input), r.action};
   argv_strings.insert(argv_strings.end(), r.args.begin(), r.args.end());
-  execute("/bin/sh", argv_strings, env.process);
+  execute("/bin/sh", argv_strings, env.process, setuid_allowed(r));
   throw_errno("running /bin/sh in the container");
 }
 

@@ -10,8 +10,10 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <sstream>
 
 #include "runtime/fuse_program.hpp"
+#include "runtime/underlay_root.hpp"
 #include "util/error.hpp"
 #include "util/fd.hpp"
 #include "util/log.hpp"
@@ -49,10 +51,10 @@ bool is_bind(const MountStep& step) {
 }
 
 // Mount targets the image lacks are made in session/points, which the overlay lays
-// over the image (not with --writable: `create` false). A target whose parent is not a
-// directory in the image is left out. A bind's target takes the kind of its source.
+// over the image (not with --writable: `create` false), and listed in `missing` for the
+// underlay (which then makes them itself). A bind's target takes the kind of its source.
 void prepare_points(const std::string& image, const std::string& points, std::vector<MountStep>& steps,
-                    const std::vector<HostSource>& sources, bool create) {
+                    const std::vector<HostSource>& sources, bool create, std::vector<UnderlayPoint>* missing) {
   UniqueFd image_fd = open_file(image, O_PATH | O_DIRECTORY);
   for (std::size_t i = 0; i < steps.size(); ++i) {
     MountStep& step = steps[i];
@@ -69,7 +71,10 @@ void prepare_points(const std::string& image, const std::string& points, std::ve
       ::close(fd);
       continue;
     }
-    if (create) create_point(points, step.target, step.directory);
+    if (missing != nullptr)
+      missing->push_back({resolve_in_image(image, step.target), step.directory});
+    else if (create)
+      create_point(points, step.target, step.directory);
   }
 }
 
@@ -145,6 +150,45 @@ void make_tree_nosuid(int root_fd, const std::vector<MountStep>& steps, const st
       errno = err;
       throw_errno("remounting " + steps[i].target + ((flags & MS_RDONLY) ? " read-only" : " nosuid"));
     }
+  }
+}
+
+// The image's mount read-only, with every mount below it; binds made from it then are too.
+void make_image_read_only(const std::string& image) {
+  UniqueFd fd = open_file(image, O_PATH | O_DIRECTORY);
+  mount_attr attr{};
+  attr.attr_set = MOUNT_ATTR_RDONLY;
+  if (::mount_setattr(fd.get(), "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) == 0) return;
+  if (int err = try_remount_bind(fd_path(fd.get()), MS_RDONLY); err != 0) {
+    errno = err;
+    throw_errno("making the image read-only for the underlay");
+  }
+}
+
+// --allow-setuid, as real root: every mount of the container without nosuid, as
+// Apptainer mounts them (the image's too: a bind keeps its source's flags, and the
+// image's own mount is nosuid).
+void clear_tree_nosuid(int root_fd, const std::string& root) {
+  mount_attr attr{};
+  attr.attr_clr = MOUNT_ATTR_NOSUID;
+  if (::mount_setattr(root_fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) == 0) return;
+  // Kernels before 5.12: each mount at or below the root (mountinfo, in mount order) is
+  // remounted with its flags less nosuid. A point with a blank in its name (written
+  // escaped there) is left as it is.
+  std::ifstream mountinfo("/proc/self/mountinfo");
+  for (std::string line; std::getline(mountinfo, line);) {
+    std::istringstream fields(line);
+    std::string id, parent, device, source_root, point;
+    fields >> id >> parent >> device >> source_root >> point;
+    if (point != root && point.rfind(root + "/", 0) != 0) continue;
+    struct statvfs sv {};
+    if (::statvfs(point.c_str(), &sv) != 0 || (sv.f_flag & ST_NOSUID) == 0) continue;
+    unsigned long flags = MS_BIND | MS_REMOUNT;
+    if (sv.f_flag & ST_RDONLY) flags |= MS_RDONLY;
+    if (sv.f_flag & ST_NODEV) flags |= MS_NODEV;
+    if (sv.f_flag & ST_NOEXEC) flags |= MS_NOEXEC;
+    if (::mount(nullptr, point.c_str(), nullptr, flags, nullptr) != 0)
+      log::warning({"--allow-setuid: ", point.substr(root.size()), " stays nosuid (", std::strerror(errno), ")"});
   }
 }
 
@@ -282,7 +326,7 @@ void mount_root_overlay(const RootLayout& layout, const std::string& points, con
   bool userns_refused = false;
   if (!layout.upper_on_fuse) {
     std::string kernel_options = options;
-    unsigned long flags = MS_NOSUID | MS_NODEV | (upper.empty() ? MS_RDONLY : 0);
+    unsigned long flags = (layout.allow_setuid ? 0 : MS_NOSUID) | MS_NODEV | (upper.empty() ? MS_RDONLY : 0);
     // Unprivileged, overlayfs keeps its metadata in user.* xattrs.
     if (!upper.empty() && !layout.privileged) kernel_options += ",userxattr";
     if (::mount("overlay", root.c_str(), "overlay", flags, kernel_options.c_str()) == 0) return;
@@ -351,9 +395,14 @@ void build_root_and_enter(const RootLayout& layout, const std::vector<MountStep>
   // Every bind's source is looked up here, once, in the container's mount namespace
   // (mount(2) binds only from there): the descriptors serve until the binds are made.
   std::vector<HostSource> sources = examine_sources(steps);
-  prepare_points(image, points, steps, sources, !layout.writable_image);
+  std::vector<UnderlayPoint> missing;
+  prepare_points(image, points, steps, sources, !layout.writable_image, layout.underlay ? &missing : nullptr);
 
-  if (layout.writable_image) {
+  if (layout.underlay) {
+    // The image's entries are bound as they are: a sandbox's (a writable bind) must not be.
+    make_image_read_only(image);
+    mount_underlay_root(image, root, missing, !layout.allow_setuid);
+  } else if (layout.writable_image) {
     if (::mount(image.c_str(), root.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0)
       throw_errno("binding the image read-write (--writable)");
   } else {
@@ -363,7 +412,11 @@ void build_root_and_enter(const RootLayout& layout, const std::vector<MountStep>
   UniqueFd root_fd = open_file(root, O_PATH | O_DIRECTORY);
   for (std::size_t i = 0; i < steps.size(); ++i)
     apply_step(root_fd.get(), layout.session, steps[i], sources[i], layout.writable_image);
-  make_tree_nosuid(root_fd.get(), steps, sources);
+  if (layout.underlay) seal_underlay_root(root_fd.get());
+  if (layout.allow_setuid)
+    clear_tree_nosuid(root_fd.get(), root);
+  else
+    make_tree_nosuid(root_fd.get(), steps, sources);
   sources.clear();  // the host's paths, which the container must not keep open
   root_fd.reset();
   if (before_enter) before_enter(root);  // --nvccli configures the mounted root here

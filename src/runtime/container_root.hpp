@@ -5,7 +5,8 @@
 //   session/upper   (--writable-tmpfs) where writes go
 //   session/overlays/N  --overlay layers (runtime/overlay_mount.hpp)
 //   session/root    overlay of the --overlay layers and points over image (under the
-//                   upper), then every MountStep;
+//                   upper), then every MountStep; with --underlay a tmpfs of binds of
+//                   the image's entries instead (runtime/underlay_root.hpp);
 //                   with --writable (a sandbox) the image itself, read-write, no overlay
 // then pivot_root into session/root. Every target is resolved inside the new root, so a
 // symlink in the image can never redirect a mount onto the host.
@@ -37,6 +38,11 @@ struct RootLayout {
   // The upper is on capsa's own ext3 FUSE server, which the kernel's overlayfs takes:
   // when it refuses it all the same (an older kernel), why is said at info level.
   bool upper_on_capsa_fuse = false;
+  // Apptainer's underlay instead of the overlay (runtime/underlay_root.hpp): a tmpfs root
+  // of binds of the image's entries; no overlay layers, no writable root.
+  bool underlay = false;
+  // --allow-setuid (real root only): no mount of the container is nosuid.
+  bool allow_setuid = false;
 };
 
 // session/image must already hold the image. `session_files` maps a SessionFile step's

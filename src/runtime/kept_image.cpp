@@ -85,7 +85,9 @@ std::string key_of(const ActionRequest& r, const std::string& image, const struc
   key += "\nnv " + std::to_string(r.nv) + " rocm " + std::to_string(r.rocm);
   key += "\nsite " + format_bind_list(r.site.bind_paths) + " " + std::to_string(r.site.minimal_dev) + " " +
          r.site.memory_fs_type + " " + std::to_string(r.site.session_size_mib) + " " +
-         std::to_string(r.site.kernel_squashfs) + " " + std::to_string(r.site.mount_slave);
+         std::to_string(r.site.kernel_squashfs) + " " + std::to_string(r.site.mount_slave) + " " +
+         r.site.enable_overlay + " " + r.site.enable_underlay + "\nunderlay " + std::to_string(r.underlay) +
+         " setuid " + std::to_string(r.allow_setuid);
   std::vector<std::string> variables;
   for (char** entry = environ; *entry != nullptr; ++entry) {
     const std::string text = *entry;

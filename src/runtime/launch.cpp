@@ -48,6 +48,7 @@
 #include "runtime/private_namespaces.hpp"
 #include "runtime/seccomp_profile.hpp"
 #include "runtime/temporary_image.hpp"
+#include "runtime/underlay_root.hpp"
 #include "sif/image.hpp"
 #include "squashfs/reader.hpp"
 #include "util/error.hpp"
@@ -532,6 +533,10 @@ void launch(const ActionRequest& r) {
   layout.overlay_work = layers.work;
   layout.upper_on_fuse = layers.upper_on_fuse;
   layout.upper_on_capsa_fuse = layers.upper_on_capsa_fuse;
+  layout.underlay = underlay_chosen(r.underlay, r.site.enable_underlay, r.site.enable_overlay,
+                                    writable_tmpfs || !overlays.empty(), r.writable);
+  layout.allow_setuid = r.allow_setuid && privileged;
+  if (layout.underlay) log::verbose("the container's root is an underlay (a tmpfs of binds of the image's entries)");
   // --fusemount host: programs start from the host's view (they wait for their mount).
   FuseMounts fuse_mounts = FuseMounts::prepare(fuse_specs);
   // The FUSE servers stay outside: the limits are the container's, not capsa's helpers'.

@@ -6,6 +6,7 @@
 // forward signals (pid_namespace.hpp).
 #include <sys/types.h>
 
+#include <chrono>
 #include <map>
 #include <optional>
 #include <string>
@@ -54,6 +55,12 @@ struct ActionRequest {
   bool cleanenv = false;
   bool no_home = false;
   bool writable_tmpfs = false;
+  bool underlay = false;
+  bool allow_setuid = false;  // --allow-setuid: root only; no nosuid, no no_new_privs
+  // --runscript-timeout: how long the action script may take to reach the action
+  // (script_watchdog.hpp); unset: Apptainer's default, one minute.
+  std::optional<std::chrono::nanoseconds>
+      runscript_timeout;              // --underlay: a root of binds instead of an overlay (underlay_root.hpp)
   bool writable = false;              // --writable: a sandbox read-write, or a SIF's ext3 overlay partition
   std::vector<OverlaySpec> overlays;  // -o/--overlay, in the order given
   std::vector<std::string> no_mount;  // --no-mount values (comma lists allowed)

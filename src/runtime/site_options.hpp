@@ -19,6 +19,8 @@ struct SiteOptions {
   unsigned long keep_image_seconds = 3;                     // `keep image seconds` (runtime/kept_image.hpp)
   std::string cni_configuration_path;                       // `cni configuration path` ("": PREFIX/etc/capsa/network)
   std::string cni_plugin_path;                              // `cni plugin path` ("": /usr/lib/cni)
+  std::string enable_overlay = "yes";                       // `enable overlay`: no leaves the underlay
+  std::string enable_underlay = "yes";                      // `enable underlay`: yes, no, preferred
 };
 
 }  // namespace capsa::runtime

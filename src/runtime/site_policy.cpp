@@ -115,6 +115,10 @@ void apply_site_config(const config::SiteConfig& site, ActionRequest& r) {
     // directory: user bind control is disabled by system administrator").
     r.no_mount.emplace_back("cwd");
   }
+  // Apptainer refuses --underlay where the administrator disabled it, unless the run
+  // needs an overlay anyway (which then wins over the flag).
+  if (r.underlay && site.enable_underlay == "no" && !r.writable_tmpfs && r.overlays.empty() && !r.writable)
+    refuse(site, "--underlay", "enable underlay = no");
   if (site.enable_overlay == "no") {
     if (!r.overlays.empty()) refuse(site, "-o/--overlay", "enable overlay = no");
     if (r.writable_tmpfs) refuse(site, "--writable-tmpfs", "enable overlay = no");
@@ -162,6 +166,8 @@ void apply_site_config(const config::SiteConfig& site, ActionRequest& r) {
   r.site.keep_image_seconds = site.keep_image_seconds;
   r.site.kernel_squashfs = site.allow_kernel_squashfs;
   r.site.mount_slave = site.mount_slave;
+  r.site.enable_overlay = site.enable_overlay;
+  r.site.enable_underlay = site.enable_underlay;
   set_max_loop_devices(site.max_loop_devices,
                        because(site, "max loop devices = " + std::to_string(site.max_loop_devices)));
 }

@@ -359,6 +359,26 @@ TEST(SiteConfigFile, TheInstalledFileIsReadAndAUsersFileCannotLoosenIt) {
   site.write_conf("");
 }
 
+// Apptainer's --build-config: its defaults less the default binds, resolv.conf, home and
+// devpts; root's replaces the administrator's file, anyone else's is tightened by it.
+TEST(SiteConfigFile, BuildConfigLeavesOutTheDefaultBindsAndTheHome) {
+  runtime::testing::HomeDir home;
+  const std::string script = "cat " + home.path() + "/marker 2>/dev/null; grep -c ' /etc/hosts ' /proc/self/mountinfo";
+  auto r = capsa({"exec", busybox_sif(), "sh", "-c", script});
+  EXPECT_EQ(r.out, "host home\n1\n") << r.err;
+  r = capsa({"--build-config", "exec", busybox_sif(), "sh", "-c", script});
+  EXPECT_EQ(r.out, "0\n") << "no home, no /etc/hosts bind: " << r.err;
+
+  const SitePrefix& site = SitePrefix::get();
+  site.write_conf("user bind control = no\n");
+  r = site.capsa({"--build-config", "exec", "-B", "/etc:/mnt", busybox_sif(), "echo", "bound"});
+  if (root())
+    EXPECT_EQ(r.out, "bound\n") << r.err;
+  else
+    expect_refused(r, "user bind control = no", site.conf());
+  site.write_conf("");
+}
+
 TEST(SiteConfigFile, ConfigGlobalRoundTrip) {
   const SitePrefix& site = SitePrefix::get();
   site.write_conf("# kept\nbind path = /etc/hosts\nmount home = yes\n");

@@ -54,13 +54,10 @@ TEST(CapabilityFlags, DropCapsLeavesTheBoundingSet) {
 
 TEST(CapabilityFlags, RootKeepsEverythingUnlessNoPrivs) {
   if (::geteuid() != 0) {
-    // Anyone else has nothing to keep or add: both are refused before anything runs.
+    // Anyone else has nothing to keep: refused before anything runs.
     auto keep = capsa({"exec", "--keep-privs", busybox_sif(), "echo", "ran"});
     EXPECT_EQ(keep.exit_code, 1);
     EXPECT_EQ(keep.out, "");
-    auto add = capsa({"exec", "--add-caps", "CAP_NET_RAW", busybox_sif(), "echo", "ran"});
-    EXPECT_EQ(add.exit_code, 1);
-    EXPECT_NE(add.err.find("--add-caps is root's"), std::string::npos) << add.err;
     EXPECT_EQ(capabilities_with({}).effective, 0u) << "an unprivileged command has no capability";
     return;
   }
@@ -75,6 +72,22 @@ TEST(CapabilityFlags, RootKeepsEverythingUnlessNoPrivs) {
   EXPECT_EQ(only_chown.bounding, kChown);
   auto environment = capsa({"exec", busybox_sif(), "grep", "^CapEff:", "/proc/self/status"}, {"APPTAINER_NO_PRIVS=1"});
   EXPECT_EQ(environment.out, "CapEff:\t0000000000000000\n") << environment.err;
+}
+
+// Not root: --add-caps grants the capabilities in the container's user namespace, as
+// Apptainer does without its setuid starter (capability.json is not consulted there).
+TEST(CapabilityFlags, AddCapsGrantsOthersCapabilitiesInTheUserNamespace) {
+  if (::geteuid() == 0) GTEST_SKIP() << "root's --add-caps: RootKeepsEverythingUnlessNoPrivs";
+  Capabilities added = capabilities_with({"--add-caps", "net_raw,CAP_CHOWN"});
+  EXPECT_EQ(added.effective, kNetRaw | kChown);
+  Capabilities dropped = capabilities_with({"--add-caps", "CAP_NET_RAW,CAP_CHOWN", "--drop-caps", "CAP_CHOWN"});
+  EXPECT_EQ(dropped.effective, kNetRaw) << "--drop-caps wins";
+  // The command's own user namespace is where they act: not on the host's files.
+  auto r = capsa({"exec", "--add-caps", "CAP_DAC_OVERRIDE", "-B", "/etc/shadow:/mnt/shadow", busybox_sif(), "sh", "-c",
+                  "grep CapEff /proc/self/status; cat /mnt/shadow"});
+  EXPECT_NE(r.out.find("CapEff:\t0000000000000002"), std::string::npos) << r.out << r.err;
+  EXPECT_NE(r.exit_code, 0) << "read the host's /etc/shadow";
+  EXPECT_NE(r.err.find("Permission denied"), std::string::npos) << r.err;
 }
 
 }  // namespace
