@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "util/detached_child.hpp"
 #include "util/go_duration.hpp"
 #include "util/log.hpp"
 
@@ -48,7 +50,7 @@ std::string command_line(pid_t pid) {
 // or stop the shell.
 // `helpers`: capsa's own children when it forked the watchdog (a FUSE server), which the
 // shell inherits and which are not the scripts' to lose.
-[[noreturn]] void watch(int reached, int go, pid_t shell, const std::vector<pid_t>& helpers,
+[[noreturn]] void watch(int reached, int go, pid_t shell, const EndWatch& shell_end, const std::vector<pid_t>& helpers,
                         std::chrono::nanoseconds limit) {
   const std::int64_t limit_ms = std::max<std::int64_t>(0, (limit.count() + 999999) / 1000000);
   const std::int64_t deadline = now_ms() + limit_ms;
@@ -64,7 +66,7 @@ std::string command_line(pid_t pid) {
     }
     if (ready == 0 && now_ms() >= deadline) break;
   }
-  if (::getppid() != shell) ::_exit(0);  // the shell has ended: nothing to stop
+  if (shell_end.ended()) ::_exit(0);  // the shell has ended: nothing to stop
   const std::vector<pid_t> children = children_of(shell, helpers);
   const std::string command = children.empty() ? "" : command_line(children.front());
   ::kill(shell, SIGALRM);  // trapped: the shell exits 255 once its command has ended
@@ -106,15 +108,22 @@ std::optional<ScriptDeadline> start_script_watchdog(std::chrono::nanoseconds lim
   ::fcntl(go[1], F_SETFD, FD_CLOEXEC);
   const pid_t shell = ::getpid();
   const std::vector<pid_t> helpers = children_of(shell);
-  const pid_t pid = ::fork();
-  if (pid < 0) {
+  const EndWatch shell_end = EndWatch::of_this_process();
+  // The watchdog is no child of the shell, two forks away: the command the shell becomes
+  // would inherit it, as a zombie once it has answered, and a command that waits for every
+  // child (busybox tar, an init) or counts them (the pids controller) would see it.
+  const pid_t starter = ::fork();
+  if (starter < 0) {
     close_all();
     return std::nullopt;
   }
-  if (pid == 0) {
+  if (starter == 0) {
+    if (::fork() != 0) ::_exit(0);  // the watchdog is an orphan from birth
     ::close(reached[1]);
     ::close(go[0]);
-    watch(reached[0], go[1], shell, helpers, limit);
+    watch(reached[0], go[1], shell, shell_end, helpers, limit);
+  }
+  while (::waitpid(starter, nullptr, 0) < 0 && errno == EINTR) {
   }
   ::close(reached[0]);
   ::close(go[1]);

@@ -4,7 +4,8 @@
 // up to the command's exec) with a deadline, kills the command an environment file is
 // running when it passes, and fails with `command "CMD" was killed after D timeout`,
 // status 255. capsa's /bin/sh does that part here, so the deadline is kept by a watchdog:
-// a small child of capsa forked just before the shell is executed. The shell tells it
+// a small process capsa starts (two forks away, so that it is no child of the command)
+// just before the shell is executed. The shell tells it
 // when it reaches the action (a byte on one pipe) and goes on only once the watchdog
 // answers (a line on another): past the deadline the watchdog never answers, interrupts
 // the shell's children (SIGINT, then SIGKILL), says which command it stopped, and signals

@@ -74,6 +74,17 @@ TEST(RunscriptTimeout, UnderTheLimitNothingChangesAndTheRunscriptHasNoDeadline) 
   EXPECT_EQ(pipes, 0) << r.out;
 }
 
+TEST(RunscriptTimeout, TheWatchdogIsNoChildOfTheRunscript) {
+  // A command that waits for, or counts, every child it has must not find the watchdog
+  // (alive, or a zombie once it has answered): cat, executed in the runscript's place
+  // (the same process, which never waited for a child), lists its own children.
+  test::TempDir dir;
+  const std::string image = image_with(dir, "children", "true\n", "#!/bin/sh\nexec cat /proc/$$/task/$$/children\n");
+  auto r = capsa({"run", image});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "");
+}
+
 TEST(RunscriptTimeout, ABadDurationIsOneLine) {
   auto r = capsa({"run", "--runscript-timeout", "5", testing::busybox_sif()});
   EXPECT_EQ(r.exit_code, 1);
