@@ -43,7 +43,7 @@ if [ "$set_name" = test ]; then
     clang libclang-rt-14-dev clang-format clang-tidy ccache
     libgtest-dev libgmock-dev
     squashfs-tools siftool hyperfine strace
-    umoci debootstrap curl zstd python3-zstandard tar gzip bc time
+    umoci debootstrap curl zstd python3-zstandard tar gzip bzip2 bc time
     charliecloud-builders charliecloud-runtime crun
   "
   packages="$packages snakemake cwltool"                   # workflow managers that call `singularity` (tests/workflows)

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "archive/source.hpp"
 #include "build/download.hpp"
 #include "build/host_ops.hpp"
 #include "pull/pull.hpp"
@@ -41,7 +42,9 @@ void write_new_file(const std::string& path, const std::string& content, mode_t 
 std::string pull_base_image(const std::string& reference, const BootstrapOptions& options,
                             const std::optional<std::string>& library) {
   pull::PullOptions pull;
-  pull.reference = reference.find("://") == std::string::npos ? "docker://" + reference : reference;
+  pull.reference = reference.find("://") == std::string::npos && !archive::is_local_source(reference)
+                       ? "docker://" + reference
+                       : reference;
   pull.registry = options.registry;
   pull.library = library;
   pull.platform = options.platform;
@@ -129,6 +132,25 @@ BootstrapResult bootstrap(const Stage& stage, const std::string& rootfs, const B
                                       library.empty() ? std::nullopt : std::optional<std::string>(library));
     runtime::unpack_sandbox(sif, rootfs, options.mode);
     if (options.disable_cache) ::unlink(sif.c_str());
+  } else if (agent == "docker-archive" || agent == "oci-archive" || agent == "oci" || agent == "oras") {
+    // From: FILE[:NAME:TAG] (docker-archive), FILE[:TAG] (oci-archive), DIR[:TAG] (oci), as
+    // Apptainer prefixes the agent to it; oras: From: [oras://]REGISTRY/REPO:TAG, a SIF.
+    std::string from = stage.get("from");
+    if (from.empty())
+      throw FormatError(at + "Bootstrap: " + agent + " needs a From: header (expected " +
+                        (agent == "oras"          ? "REGISTRY/REPOSITORY:TAG"
+                         : agent == "oci"         ? "DIR[:TAG]"
+                         : agent == "oci-archive" ? "FILE[:TAG]"
+                                                  : "FILE[:NAME:TAG]") +
+                        ")");
+    if (agent == "oras")
+      result.base_reference = from.starts_with("oras://") ? from : "oras://" + from;
+    else
+      result.base_reference = from.starts_with(agent + ":") ? from : agent + ":" + from;
+    std::string sif = pull_base_image(result.base_reference, options);
+    runtime::unpack_sandbox(sif, rootfs, options.mode);
+    if (options.disable_cache) ::unlink(sif.c_str());
+    if (options.fix_perms) give_owner_access(options.mode, rootfs);
   } else if (agent == "localimage") {
     std::string from = stage.get("from");
     if (from.empty()) throw FormatError(at + "Bootstrap: localimage needs a From: header (expected a SIF or a sandbox)");
@@ -164,7 +186,8 @@ BootstrapResult bootstrap(const Stage& stage, const std::string& rootfs, const B
   } else {
     throw FormatError(
         at + "Bootstrap: " + agent +
-        " is not supported by capsa (supported: docker, library, localimage, scratch, debootstrap, busybox)");
+        " is not supported by capsa (supported: docker, docker-archive, oci-archive, oci, oras, library, localimage, "
+        "scratch, debootstrap, busybox)");
   }
   return result;
 }

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "archive/source.hpp"
 #include "build/bootstrap.hpp"
 #include "build/definition.hpp"
 #include "build/definition_json.hpp"
@@ -50,12 +51,14 @@ bool is_image_file(const std::string& path) {
   return text.find("SIF_MAGIC") != std::string::npos || text.rfind("hsqs", 0) == 0;
 }
 
+// docker://, and the local image archives and layouts, which convert as it does.
 SourceKind classify(const std::string& source) {
-  if (source.rfind("docker://", 0) == 0) return SourceKind::Docker;
+  if (source.rfind("docker://", 0) == 0 || archive::is_local_source(source)) return SourceKind::Docker;
   struct stat st {};
   if (::stat(source.c_str(), &st) != 0)
-    throw Error("build source " + source + ": no such file or directory (expected a definition file, docker://REF, "
-                "a SIF or a sandbox directory)");
+    throw Error("build source " + source +
+                ": no such file or directory (expected a definition file, docker://REF, "
+                "docker-archive:FILE, oci-archive:FILE, oci:DIR, a SIF or a sandbox directory)");
   if (S_ISDIR(st.st_mode)) return SourceKind::Sandbox;
   return is_image_file(source) ? SourceKind::Image : SourceKind::Definition;
 }
@@ -397,8 +400,7 @@ BuildResult build(const BuildOptions& options, Progress& progress) {
       break;
     }
     case SourceKind::Docker: {
-      runtime::unpack_sandbox(pull_base_image(options.source.substr(9), bootstrap_options(ctx, work.path())), rootfs,
-                              ctx.mode);
+      runtime::unpack_sandbox(pull_base_image(options.source, bootstrap_options(ctx, work.path())), rootfs, ctx.mode);
       if (options.fix_perms) give_owner_access(ctx.mode, rootfs);
       break;
     }

@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 
+#include "archive/source.hpp"
 #include "cli/commands.hpp"
 #include "cli/env_flags.hpp"
 #include "cli/execution_control.hpp"
@@ -294,7 +295,8 @@ runtime::ActionRequest request_from(const std::string& action, const ActionFlags
   }
   runtime::apply_site_config(site, r);
   // Last: a --disable-cache pull makes a directory that only launch() removes.
-  if (r.image.starts_with("docker://") || r.image.starts_with("oras://") || r.image.starts_with("library://")) {
+  if (r.image.starts_with("docker://") || r.image.starts_with("oras://") || r.image.starts_with("library://") ||
+      archive::is_local_source(r.image) || r.image.starts_with("http://") || r.image.starts_with("https://")) {
     RemoteImage pulled = image_for_remote_reference(r.image, f.registry, f.quiet || quiet_output(),
                                                     f.disable_cache || env_flag("DISABLE_CACHE"), r.tmpdir);
     r.image = pulled.sif;

@@ -149,7 +149,9 @@ const std::vector<RefusedFlag>& refused_build_flags() {
 void add_build_command(CLI::App& app) {
   auto flags = std::make_shared<BuildFlags>();
   auto* cmd = app.add_subcommand(
-      "build", "Build a SIF image (or a sandbox directory) from a definition file, docker://REF, a SIF or a sandbox");
+      "build",
+      "Build a SIF image (or a sandbox directory) from a definition file, docker://REF, an image archive or "
+      "layout, a SIF or a sandbox");
   cmd->add_option("args", flags->positionals, "TARGET SOURCE")->required()->expected(2);
   cmd->add_flag("-F,--force", flags->force, "Replace an existing TARGET (and base-image labels with %labels)");
   cmd->add_flag("-s,--sandbox", flags->sandbox, "Write TARGET as a writable directory instead of a SIF");
@@ -205,7 +207,9 @@ void add_build_command(CLI::App& app) {
   cmd->add_flag("-q,--quiet", flags->quiet, "No progress output");
   add_refused_flags(*cmd, refused_build_flags());
   cmd->footer(
-      "SOURCE: a definition file, docker://REF, a SIF image or a sandbox directory.\n"
+      "SOURCE: a definition file, docker://REF, docker-archive:FILE[:NAME:TAG] (`docker save`),\n"
+      "oci-archive:FILE[:TAG] (a tar of an OCI layout), oci:DIR[:TAG] (an OCI layout), a SIF image or a\n"
+      "sandbox directory. Definition files also take Bootstrap: docker-archive, oci-archive, oci and oras.\n"
       "Definition files: see docs/build.md. A failing %setup, %post or %test stops the build and writes\n"
       "nothing; the temporary build directory is removed, also on Ctrl-C (kept with --no-cleanup).");
   cmd->callback([flags] {

@@ -5,7 +5,10 @@
 #include <iostream>
 #include <memory>
 
+#include "archive/source.hpp"
 #include "cli/commands.hpp"
+#include "cli/global_flags.hpp"
+#include "cli/registry_flags.hpp"
 #include "image/metadata.hpp"
 
 namespace capsa::cli {
@@ -14,7 +17,10 @@ void add_inspect_command(CLI::App& app) {
   auto options = std::make_shared<image::InspectOptions>();
   auto path = std::make_shared<std::string>();
   auto* cmd = app.add_subcommand("inspect", "Show an image's metadata (labels by default)");
-  cmd->add_option("image", *path, "SIF image or sandbox directory")->required();
+  cmd->add_option("image", *path,
+                  "SIF image or sandbox directory (or a docker://, oras://, library://, docker-archive:, "
+                  "oci-archive:, oci: or http(s):// image, through the cache)")
+      ->required();
   cmd->add_flag("-l,--labels", options->labels, "Show the labels");
   cmd->add_flag("-d,--deffile", options->deffile, "Show the definition file the image was built from");
   cmd->add_flag("-r,--runscript", options->runscript, "Show the runscript");
@@ -30,7 +36,14 @@ void add_inspect_command(CLI::App& app) {
       "Reads /.singularity.d straight from the image's squashfs partition (or the sandbox directory); "
       "nothing is mounted.");
   cmd->callback([=] {
-    image::Metadata metadata = image::read_metadata_at(*path, *options);
+    std::string image = *path;
+    // An image that is not a file is pulled or converted into the cache first, as exec does.
+    for (const char* scheme : {"docker://", "oras://", "library://", "http://", "https://"})
+      if (image.starts_with(scheme))
+        image = image_for_remote_reference(image, RegistryFlags{}, quiet_output(), false, "").sif;
+    if (archive::is_local_source(image))
+      image = image_for_remote_reference(image, RegistryFlags{}, quiet_output(), false, "").sif;
+    image::Metadata metadata = image::read_metadata_at(image, *options);
     for (const auto& warning : metadata.warnings) std::cerr << "WARNING: " << warning << "\n";
     std::cout << image::format_inspect(metadata, *options);
   });

@@ -6,6 +6,7 @@
 #include <iostream>
 #include <memory>
 
+#include "archive/source.hpp"
 #include "build/build.hpp"
 #include "capsa/version.hpp"
 #include "cli/commands.hpp"
@@ -14,6 +15,7 @@
 #include "cli/refused_flags.hpp"
 #include "cli/registry_options.hpp"
 #include "oci/platform.hpp"
+#include "pull/net_pull.hpp"
 #include "pull/pull.hpp"
 #include "sif/image.hpp"
 #include "util/error.hpp"
@@ -50,11 +52,14 @@ pull::PullOptions options_from(const PullFlags& f) {
     options.output = f.positionals[0];
     options.reference = f.positionals[1];
   } else {
-    throw Error("pull needs [OUTPUT.sif] docker://REF|oras://REF|library://REF (see `capsa help pull`)");
+    throw Error("pull needs [OUTPUT.sif] SOURCE (see `capsa help pull`)");
   }
   if (!options.reference.starts_with("docker://") && !pull::is_oras_reference(options.reference) &&
-      !options.reference.starts_with("library://"))
-    throw Error("cannot pull \"" + options.reference + "\": use a docker://, oras:// or library:// reference");
+      !options.reference.starts_with("library://") && !archive::is_local_source(options.reference) &&
+      !pull::is_http_reference(options.reference))
+    throw Error("cannot pull \"" + options.reference +
+                "\": use a docker://, oras://, library://, docker-archive:, oci-archive:, oci:, http:// or "
+                "https:// reference");
   if (!f.library.empty()) options.library = f.library;
   if (!f.tmpdir.empty()) {
     struct stat st {};
@@ -102,6 +107,10 @@ const std::vector<RefusedFlag>& refused_pull_flags() {
 // --sandbox: what `capsa build --sandbox` does with a docker:// source, to the name pull
 // would give the SIF (Apptainer keeps that name, .sif and all, for the directory).
 void pull_sandbox(const pull::PullOptions& options, Progress& progress, bool quiet) {
+  if (pull::is_http_reference(options.reference))
+    throw Error(
+        "--sandbox with an http(s):// image is not supported; pull the SIF, then `capsa build --sandbox DIR "
+        "IMAGE.sif`");
   if (pull::is_oras_reference(options.reference))
     throw Error(
         "--sandbox with an oras:// image is not supported yet; pull the SIF, then `capsa build --sandbox DIR "
@@ -128,9 +137,12 @@ void pull_sandbox(const pull::PullOptions& options, Progress& progress, bool qui
 void add_pull_command(CLI::App& app) {
   auto flags = std::make_shared<PullFlags>();
   auto* cmd = app.add_subcommand("pull",
-                                 "Pull a docker:// image (converted) or an oras:// SIF from an OCI registry, or a "
-                                 "library:// SIF from a library, into a SIF file");
-  cmd->add_option("args", flags->positionals, "[OUTPUT.sif] docker://REF|oras://REF|library://REF")
+                                 "Pull a docker:// image (converted) or an oras:// SIF from an OCI registry, a "
+                                 "library:// SIF from a library, a SIF from an http(s):// URL, or convert an image "
+                                 "archive (docker-archive:, oci-archive:, oci:), into a SIF file");
+  cmd->add_option("args", flags->positionals,
+                  "[OUTPUT.sif] docker://REF|oras://REF|library://REF|docker-archive:FILE[:NAME:TAG]|"
+                  "oci-archive:FILE[:TAG]|oci:DIR[:TAG]|https://URL")
       ->required()
       ->expected(1, 2);
   cmd->add_flag("-F,--force", flags->force, "Overwrite an existing output file");
@@ -162,6 +174,11 @@ void add_pull_command(CLI::App& app) {
   add_refused_flags(*cmd, refused_pull_flags());
   cmd->footer(
       "oras://REF: a SIF pushed with `push` (Apptainer's or capsa's), downloaded as it is.\n"
+      "docker-archive:FILE[:NAME:TAG] (`docker save`, `skopeo copy ... docker-archive:`), oci-archive:FILE[:TAG] (a\n"
+      "tar of an OCI layout) and oci:DIR[:TAG] (an OCI layout) are converted in place, through the cache; without\n"
+      "OUTPUT the name is Apptainer's: the file's name and the tag, e.g. img.tar_latest.sif.\n"
+      "http(s)://URL: a SIF on a web server, downloaded (through the cache unless --disable-cache) and checked to\n"
+      "be a SIF; without OUTPUT it is named as the URL's last path component.\n"
       "library://[HOST/]ENTITY/COLLECTION/CONTAINER[:TAG] pulls from a Library API server (--library URL).\n"
       "Credentials: APPTAINER_DOCKER_USERNAME/_PASSWORD (or SINGULARITY_...), --docker-login,\n"
       "`capsa registry login`, or ~/.docker/config.json. For NVIDIA NGC use the username '$oauthtoken' and an API "

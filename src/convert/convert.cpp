@@ -44,6 +44,7 @@ std::string printable(std::string_view text) {
 bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
 
 std::uint64_t blob_size(const LayerInput& layer, const std::string& label) {
+  if (layer.range) return layer.range->length;
   struct stat st {};
   if (::stat(layer.path.c_str(), &st) != 0) throw SystemError(label + ": " + layer.path, errno);
   return static_cast<std::uint64_t>(st.st_size);
@@ -147,12 +148,18 @@ void Converter::add_extras(const std::vector<ExtraEntry>& extras, int layer) {
 
 std::string Converter::apply_layer(const LayerInput& input, int layer, const std::string& label) {
   links_ = LayerLinks{};
-  LayerReader reader(input.path, label);
+  LayerReader reader(input, label);
   while (archive_entry* entry = reader.next()) {
     apply_entry(reader, entry, layer);
     report_progress(input_done_ + reader.blob_bytes_read());
   }
   std::string diff_id = reader.diff_id();
+  if (input.blob_digest) {
+    const std::string stored = reader.stored_digest();
+    if (stored != *input.blob_digest)
+      throw FormatError(label + ": its content is " + stored + " but the manifest says " + *input.blob_digest +
+                        " (corrupt or substituted layer)");
+  }
   relink_hidden_targets(input, layer, label);
   input_done_ += blob_size(input, label);
   report_progress(input_done_);
@@ -169,7 +176,7 @@ void Converter::relink_hidden_targets(const LayerInput& input, int layer, const 
     if (links_.hidden_files.count(target) != 0) wanted[target].push_back(link);
   links_ = LayerLinks{};
   if (wanted.empty()) return;
-  LayerReader again(input.path, label);
+  LayerReader again(input, label);
   while (archive_entry* entry = again.next()) {
     if (archive_entry_filetype(entry) != AE_IFREG || archive_entry_hardlink(entry)) continue;
     const char* raw_path = archive_entry_pathname(entry);

@@ -18,10 +18,21 @@
 
 namespace capsa::convert {
 
+// Bytes [offset, offset + length) of a file: a blob stored inside an uncompressed tar
+// (a `docker save` or OCI archive), read in place instead of extracted first.
+struct ByteRange {
+  std::uint64_t offset = 0;
+  std::uint64_t length = 0;
+};
+
 struct LayerInput {
   std::string path;                      // the blob on disk: gzip, zstd or plain tar (sniffed)
   std::optional<std::string> diff_id;    // "sha256:<hex>" of the uncompressed tar, checked when set
   std::string display_name;              // names the layer in warnings and errors, e.g. its digest
+  std::optional<ByteRange> range;        // only these bytes of `path` are the blob; the whole file otherwise
+  // "sha256:<hex>" of the blob as stored (its manifest digest), checked when set: blobs
+  // from a registry were checked as they downloaded, those from a local archive were not.
+  std::optional<std::string> blob_digest;
 };
 
 // A synthetic entry placed above every layer (the /.singularity.d metadata of a
@@ -107,7 +118,7 @@ std::optional<std::uint64_t> max_unpacked_bytes_from_environment();
 // on top to `output_path`, through a temporary file renamed into place: on any
 // failure nothing is left at `output_path`. A layer given twice is applied twice.
 // Throws FormatError naming the layer when one is unreadable, truncated, not a tar,
-// or does not match its diff_id; SystemError for I/O failures. Hostile entries (paths
+// or does not match its diff_id or blob_digest; SystemError for I/O failures. Hostile entries (paths
 // escaping the root, devices, ...) are skipped with a warning, never followed.
 ConversionResult layers_to_squashfs(const std::vector<LayerInput>& layers, const std::vector<ExtraEntry>& extras,
                                     const std::string& output_path, const ConvertOptions& options = {});

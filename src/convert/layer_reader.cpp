@@ -1,6 +1,12 @@
 #include "convert/layer_reader.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <array>
+#include <cerrno>
 #include <cstdio>
 #include <new>
 
@@ -13,22 +19,32 @@ constexpr std::size_t kReadBlock = 1 << 20;
 
 }  // namespace
 
-LayerReader::LayerReader(const std::string& path, std::string label)
+LayerReader::LayerReader(const LayerInput& input, std::string label)
     : label_(std::move(label)),
       stream_(archive_read_new()),
-      tar_(archive_read_new()) {
+      tar_(archive_read_new()),
+      stored_(input.blob_digest ? input.blob_digest->substr(0, input.blob_digest->find(':')) : "sha256") {
   if (!stream_ || !tar_) throw std::bad_alloc();
+  file_ = UniqueFd(::open(input.path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!file_) throw SystemError(label_ + ": opening " + input.path, errno);
+  if (input.range) {
+    position_ = input.range->offset;
+    end_ = input.range->offset + input.range->length;
+  } else {
+    struct stat st {};
+    if (::fstat(file_.get(), &st) != 0) throw SystemError(label_ + ": " + input.path, errno);
+    end_ = static_cast<std::uint64_t>(st.st_size);
+  }
   // Only the two compressions OCI defines. archive_read_support_filter_all would also
   // enable filters that run external programs (lrzip, lzop, grzip) on untrusted data.
   archive_read_support_filter_gzip(stream_.get());
   archive_read_support_filter_zstd(stream_.get());
   archive_read_support_format_raw(stream_.get());
-  if (archive_read_open_filename(stream_.get(), path.c_str(), kReadBlock) != ARCHIVE_OK) {
-    int err = archive_errno(stream_.get());
-    std::string message = archive_error_string(stream_.get()) ? archive_error_string(stream_.get()) : "";
-    if (err > 0 && err < 4096 && message.find("Failed to open") != std::string::npos)
-      throw SystemError(label_ + ": opening " + path, err);
-    throw FormatError(label_ + ": " + (message.empty() ? "cannot read the blob" : message));
+  // Our own reader rather than archive_read_open_filename: it reads a byte range, and
+  // hashes the stored bytes (the blob digest) as they pass.
+  if (archive_read_open(stream_.get(), this, nullptr, &LayerReader::read_stored, nullptr) != ARCHIVE_OK) {
+    const char* message = archive_error_string(stream_.get());
+    throw FormatError(label_ + ": " + (message ? message : "cannot read the blob"));
   }
   archive_entry* raw = nullptr;
   if (archive_read_next_header(stream_.get(), &raw) != ARCHIVE_OK) {
@@ -42,6 +58,34 @@ LayerReader::LayerReader(const std::string& path, std::string label)
 }
 
 LayerReader::~LayerReader() = default;
+
+std::size_t LayerReader::read_some(std::size_t max) {
+  const std::uint64_t left = end_ - position_;
+  buffer_.resize(static_cast<std::size_t>(std::min<std::uint64_t>(max, left)));
+  if (buffer_.empty()) return 0;
+  ssize_t n = 0;
+  do {
+    n = ::pread(file_.get(), buffer_.data(), buffer_.size(), static_cast<off_t>(position_));
+  } while (n < 0 && errno == EINTR);
+  if (n < 0) throw SystemError(label_ + ": reading the blob", errno);
+  if (n == 0) throw FormatError(label_ + ": the blob ends early (truncated file)");
+  position_ += static_cast<std::uint64_t>(n);
+  stored_.update(std::string_view(buffer_.data(), static_cast<std::size_t>(n)));
+  return static_cast<std::size_t>(n);
+}
+
+la_ssize_t LayerReader::read_stored(archive* stream, void* opaque, const void** buffer) {
+  auto* self = static_cast<LayerReader*>(opaque);
+  try {
+    std::size_t n = self->read_some(kReadBlock);
+    *buffer = self->buffer_.data();
+    return static_cast<la_ssize_t>(n);
+  } catch (const Error& e) {
+    self->stream_error_ = e.what();
+    archive_set_error(stream, -1, "%s", e.what());
+    return -1;
+  }
+}
 
 la_ssize_t LayerReader::pull_decompressed(archive* tar, void* opaque, const void** buffer) {
   auto* self = static_cast<LayerReader*>(opaque);
@@ -107,6 +151,13 @@ void LayerReader::drain_rest() {
 std::string LayerReader::diff_id() {
   if (!at_end_) throw Error(label_ + ": diff_id asked before the end of the layer");
   return diff_id_.finish().to_string();
+}
+
+std::string LayerReader::stored_digest() {
+  if (!at_end_) throw Error(label_ + ": blob digest asked before the end of the layer");
+  while (read_some(kReadBlock) > 0) {
+  }
+  return stored_.finish().to_string();
 }
 
 std::uint64_t LayerReader::blob_bytes_read() const {

@@ -13,14 +13,17 @@
 #include <memory>
 #include <string>
 
+#include "convert/convert.hpp"
 #include "oci/digest.hpp"
+#include "util/fd.hpp"
 
 namespace capsa::convert {
 
 class LayerReader {
  public:
-  // `label` names the layer in every error ("layer 3 (sha256:ab…)").
-  LayerReader(const std::string& path, std::string label);
+  // `label` names the layer in every error ("layer 3 (sha256:ab…)"). Reads input.path,
+  // or only input.range of it.
+  LayerReader(const LayerInput& input, std::string label);
   ~LayerReader();
   LayerReader(const LayerReader&) = delete;
   LayerReader& operator=(const LayerReader&) = delete;
@@ -50,6 +53,10 @@ class LayerReader {
   // Bytes of the blob file consumed so far (compressed, as stored).
   std::uint64_t blob_bytes_read() const;
 
+  // "sha256:<hex>" of the blob as stored, all of it (bytes the decompressor left unread
+  // are read here); only after next() returned nullptr.
+  std::string stored_digest();
+
   const std::string& label() const { return label_; }
 
  private:
@@ -58,12 +65,19 @@ class LayerReader {
   };
 
   static la_ssize_t pull_decompressed(archive* tar, void* self, const void** buffer);
+  static la_ssize_t read_stored(archive* stream, void* self, const void** buffer);
+  std::size_t read_some(std::size_t max);
   [[noreturn]] void fail(const std::string& what) const;
   void drain_rest();
 
   std::string label_;
   std::unique_ptr<archive, ArchiveFree> stream_;  // decompression only ("raw" format)
   std::unique_ptr<archive, ArchiveFree> tar_;     // tar parsing, fed from stream_
+  UniqueFd file_;
+  std::uint64_t position_ = 0;  // next byte of the file to read
+  std::uint64_t end_ = 0;       // one past the blob's last byte
+  std::string buffer_;          // what read_stored hands libarchive
+  oci::Hasher stored_;          // sha256 of the blob as stored, as it streams
   oci::Hasher diff_id_;  // sha256 of the uncompressed tar, as it streams
   std::string stream_error_;  // why stream_ failed, reported instead of tar_'s generic error
   bool at_end_ = false;

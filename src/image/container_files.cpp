@@ -98,7 +98,7 @@ std::map<std::string, std::string> docker_labels(const OciSource& source) {
   labels["org.label-schema.schema-version"] = "1.0";
   labels["org.label-schema.build-arch"] = source.architecture;
   labels["org.label-schema.build-date"] = build_date_label(source.build_time);
-  labels["org.label-schema.usage.singularity.deffile.bootstrap"] = "docker";
+  labels["org.label-schema.usage.singularity.deffile.bootstrap"] = source.bootstrap;
   labels["org.label-schema.usage.singularity.deffile.from"] = source.reference;
   labels["org.label-schema.usage.capsa.version"] = source.capsa_version;
   return labels;
@@ -116,7 +116,9 @@ std::string labels_json(const std::map<std::string, std::string>& labels) {
   return out + "\n}";
 }
 
-std::string docker_deffile(const std::string& reference) { return "bootstrap: docker\nfrom: " + reference + "\n\n"; }
+std::string docker_deffile(const std::string& reference, const std::string& bootstrap) {
+  return "bootstrap: " + bootstrap + "\nfrom: " + reference + "\n\n";
+}
 
 std::vector<ContainerFile> container_files_for_oci(const OciSource& source) {
   auto dir = [](std::string path, unsigned mode, bool only_if_missing) {
@@ -130,13 +132,21 @@ std::vector<ContainerFile> container_files_for_oci(const OciSource& source) {
   };
   std::vector<ContainerFile> files = {
       // Bind points, so that the runtime finds somewhere to mount even without overlay.
-      dir("/dev", 0755, true), dir("/proc", 0755, true), dir("/sys", 0755, true), dir("/home", 0755, true),
-      dir("/root", 0700, true), dir("/tmp", 01777, true), dir("/var", 0755, true), dir("/var/tmp", 01777, true),
+      dir("/dev", 0755, true),
+      dir("/proc", 0755, true),
+      dir("/sys", 0755, true),
+      dir("/home", 0755, true),
+      dir("/root", 0700, true),
+      dir("/tmp", 01777, true),
+      dir("/var", 0755, true),
+      dir("/var/tmp", 01777, true),
       dir("/etc", 0755, true),
       ContainerFile{"/etc/hosts", Kind::File, 0644, "", true},
       ContainerFile{"/etc/resolv.conf", Kind::File, 0644, "", true},
-      dir("/.singularity.d", 0755, false), dir("/.singularity.d/actions", 0755, false),
-      dir("/.singularity.d/env", 0755, false), dir("/.singularity.d/libs", 0755, false),
+      dir("/.singularity.d", 0755, false),
+      dir("/.singularity.d/actions", 0755, false),
+      dir("/.singularity.d/env", 0755, false),
+      dir("/.singularity.d/libs", 0755, false),
       file("/.singularity.d/actions/exec", 0755, std::string(scripts::kActionExec)),
       file("/.singularity.d/actions/run", 0755, std::string(scripts::kActionRun)),
       file("/.singularity.d/actions/shell", 0755, std::string(scripts::kActionShell)),
@@ -152,7 +162,7 @@ std::vector<ContainerFile> container_files_for_oci(const OciSource& source) {
       file("/.singularity.d/runscript", 0755, docker_runscript(source.config)),
       file("/.singularity.d/startscript", 0755, "#!/bin/sh\n"),
       file("/.singularity.d/labels.json", 0644, labels_json(docker_labels(source))),
-      file("/.singularity.d/Singularity", 0644, docker_deffile(source.reference)),
+      file("/.singularity.d/Singularity", 0644, docker_deffile(source.reference, source.bootstrap)),
       // Entry points older runtimes and user scripts call.
       link("/singularity", ".singularity.d/runscript"),
       link("/environment", ".singularity.d/env/90-environment.sh"),

@@ -30,6 +30,7 @@ struct ContainerFile {
 struct OciSource {
   nlohmann::json config;       // the OCI/Docker image config's "config" object (may be empty)
   std::string reference;       // as in the definition file's "from:", e.g. "busybox:1.36"
+  std::string bootstrap = "docker";  // its "bootstrap:": docker, or docker-archive, oci-archive, oci
   std::string architecture;    // Go/OCI architecture name, e.g. "amd64"
   std::int64_t build_time = 0; // Unix seconds (SOURCE_DATE_EPOCH when set)
   std::string capsa_version;
@@ -48,6 +49,6 @@ std::string labels_json(const std::map<std::string, std::string>& labels);
 // Apptainer's org.label-schema.build-date: "Monday_2_August_2021_14:9:36_CDT" (local time).
 std::string build_date_label(std::int64_t unix_seconds);
 // The generated definition file of a pull: "bootstrap: docker\nfrom: REF\n\n".
-std::string docker_deffile(const std::string& reference);
+std::string docker_deffile(const std::string& reference, const std::string& bootstrap = "docker");
 
 }  // namespace capsa::image

@@ -26,7 +26,7 @@ sif::ObjectInput json_object(std::string name, std::string data) {
 std::string inspect_metadata_json(const OciSource& source) {
   Metadata metadata;
   metadata.labels = docker_labels(source);
-  metadata.deffile = without_trailing_newlines(docker_deffile(source.reference));
+  metadata.deffile = without_trailing_newlines(docker_deffile(source.reference, source.bootstrap));
   for (const ContainerFile& file : container_files_for_oci(source)) {
     if (file.path == "/.singularity.d/runscript") metadata.runscript = without_trailing_newlines(file.content);
     if (file.path == "/.singularity.d/startscript") metadata.startscript = without_trailing_newlines(file.content);
@@ -45,7 +45,7 @@ namespace {
 std::vector<sif::ObjectInput> leading_objects(const OciSource& source) {
   sif::ObjectInput deffile;
   deffile.type = sif::DataType::Deffile;
-  deffile.data = docker_deffile(source.reference);
+  deffile.data = docker_deffile(source.reference, source.bootstrap);
   std::string config = source.config.is_object() ? source.config.dump() : "{}";
   return {deffile, json_object("inspect-metadata.json", inspect_metadata_json(source)),
           json_object("oci-config.json", config)};

@@ -7,12 +7,15 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <functional>
 #include <map>
 #include <set>
 
+#include "archive/local_image.hpp"
+#include "archive/source.hpp"
 #include "cache/cache.hpp"
 #include "capsa/version.hpp"
 #include "image/container_files.hpp"
@@ -21,13 +24,15 @@
 #include "oci/image_config.hpp"
 #include "oci/manifest.hpp"
 #include "oci/select.hpp"
-#include "pull/library_pull.hpp"
 #include "oci/sif_artifact.hpp"
+#include "pull/library_pull.hpp"
+#include "pull/net_pull.hpp"
 #include "reference/image_reference.hpp"
 #include "registry/client.hpp"
 #include "registry/credentials.hpp"
 #include "registry/options.hpp"
 #include "sif/image.hpp"
+#include "util/atomic_file.hpp"
 #include "util/error.hpp"
 #include "util/fd.hpp"
 #include "util/interrupt.hpp"
@@ -41,6 +46,8 @@ namespace {
 struct Session {
   reference::ImageReference ref;
   bool oras = false;  // an oras:// SIF artifact, not a docker:// image
+  std::optional<archive::LocalSource> local;  // docker-archive:, oci-archive:, oci: (no registry)
+  std::optional<std::string> url;             // http(s)://: a SIF on a web server
   oci::Platform platform;
   std::unique_ptr<registry::RegistryClient> client;
   std::unique_ptr<cache::Cache> cache;
@@ -56,7 +63,11 @@ struct Session {
     warnings.push_back(line);
     log::warning(line);
   }
-  std::string image_name() const { return (oras ? "oras://" : "docker://") + ref.to_string(); }
+  std::string image_name() const {
+    if (local) return local->written;
+    if (url) return *url;
+    return (oras ? "oras://" : "docker://") + ref.to_string();
+  }
 };
 
 constexpr std::string_view kOrasScheme = "oras://";
@@ -66,20 +77,37 @@ std::string short_digest(const std::string& digest) {
   return colon == std::string::npos ? digest : digest.substr(colon + 1, 12);
 }
 
+void open_registry(Session& s, const PullOptions& options);
+void open_cache(Session& s, const PullOptions& options);
+
 std::unique_ptr<Session> open_session(const PullOptions& options, Progress& progress) {
   auto session = std::make_unique<Session>();
   session->progress = &progress;
-  session->oras = is_oras_reference(options.reference);
-  session->ref = reference::parse_image_reference(session->oras ? options.reference.substr(kOrasScheme.size())
-                                                                : options.reference);
   session->platform = options.platform ? *options.platform : oci::host_platform();
+  if (archive::is_local_source(options.reference)) {
+    session->local = archive::parse_local_source(options.reference);
+  } else if (is_http_reference(options.reference)) {
+    session->url = options.reference;
+  } else {
+    session->oras = is_oras_reference(options.reference);
+    session->ref = reference::parse_image_reference(session->oras ? options.reference.substr(kOrasScheme.size())
+                                                                  : options.reference);
+    open_registry(*session, options);
+  }
+  open_cache(*session, options);
+  return session;
+}
 
+void open_registry(Session& s, const PullOptions& options) {
   registry::ClientOptions client_options = registry::options_from_environment();
   client_options.insecure_http = client_options.insecure_http || options.registry.nohttps;
-  client_options.log = [s = session.get()](std::string_view line) { s->progress->note(std::string(line)); };
-  session->client = std::make_unique<registry::RegistryClient>(session->ref.api_host(), client_options,
-                                                               credentials_for(options.registry, session->ref));
+  client_options.log = [session = &s](std::string_view line) { session->progress->note(std::string(line)); };
+  s.client = std::make_unique<registry::RegistryClient>(s.ref.api_host(), client_options,
+                                                        credentials_for(options.registry, s.ref));
+}
 
+void open_cache(Session& s, const PullOptions& options) {
+  auto* session = &s;
   if (options.disable_cache) {
     session->private_cache_root = make_private_cache_root(options.tmpdir);
     session->keep_private_cache_root = options.no_cleanup;
@@ -98,7 +126,6 @@ std::unique_ptr<Session> open_session(const PullOptions& options, Progress& prog
       log::warning(std::string("could not remove stale temporaries: ") + e.what());
     }
   }
-  return session;
 }
 
 // The image manifest for the wanted platform, following indexes (which may nest).
@@ -161,6 +188,10 @@ std::map<std::string, std::string> ensure_blobs(Session& s, const std::vector<oc
   return paths;
 }
 
+void convert_to_sif(Session& s, const oci::ImageConfig& config, const std::vector<convert::LayerInput>& layers,
+                    const std::string& bootstrap, const std::string& from, const std::string& sif_path,
+                    const PullOptions& options);
+
 // Downloads what is missing and converts the image into a SIF at `sif_path`.
 void produce_sif(Session& s, const std::string& top_digest, const std::string& sif_path, const PullOptions& options) {
   oci::Manifest manifest = resolve_manifest(s, top_digest);
@@ -174,17 +205,38 @@ void produce_sif(Session& s, const std::string& top_digest, const std::string& s
   if (auto warning = oci::platform_mismatch_warning(config, s.platform)) s.warn(*warning);
 
   std::vector<convert::LayerInput> layers;
-  std::uint64_t total = 0;
   for (std::size_t i = 0; i < manifest.layers.size(); ++i) {
     const auto& layer = manifest.layers[i];
-    layers.push_back({blobs.at(layer.digest.to_string()), config.diff_ids[i].to_string(),
-                      layer.digest.to_string()});  // the converter adds "layer N/M (...)"
-    total += static_cast<std::uint64_t>(layer.size);
+    convert::LayerInput input;
+    input.path = blobs.at(layer.digest.to_string());
+    input.diff_id = config.diff_ids[i].to_string();
+    input.display_name = layer.digest.to_string();  // the converter adds "layer N/M (...)"
+    layers.push_back(std::move(input));
+  }
+  convert_to_sif(s, config, layers, "docker", s.ref.written, sif_path, options);
+}
+
+// The SIF of an image whose config and layers are at hand (downloaded, or in a local
+// archive), written at `sif_path`; `bootstrap` and `from` are the headers of the
+// definition file it records, as Apptainer's (docker and busybox:1.36, docker-archive and
+// img.tar, ...).
+void convert_to_sif(Session& s, const oci::ImageConfig& config, const std::vector<convert::LayerInput>& layers,
+                    const std::string& bootstrap, const std::string& from, const std::string& sif_path,
+                    const PullOptions& options) {
+  std::uint64_t total = 0;
+  for (const auto& layer : layers) {
+    if (layer.range) {
+      total += layer.range->length;
+    } else {
+      struct stat st {};
+      if (::stat(layer.path.c_str(), &st) == 0) total += static_cast<std::uint64_t>(st.st_size);
+    }
   }
 
   image::OciSource source;
   source.config = config.config;
-  source.reference = s.ref.written;
+  source.reference = from;
+  source.bootstrap = bootstrap;
   source.architecture = config.architecture.empty() ? s.platform.architecture : config.architecture;
   source.build_time = convert::source_date_epoch_from_environment().value_or(static_cast<std::int64_t>(::time(nullptr)));
   source.capsa_version = build_info::version;
@@ -231,9 +283,14 @@ void produce_sif(Session& s, const std::string& top_digest, const std::string& s
   if (::rename(scratch_sif.c_str(), sif_path.c_str()) != 0) throw_errno("renaming " + scratch_sif + " to " + sif_path);
 }
 
-std::string output_path_for(const PullOptions& options, const reference::ImageReference& ref) {
-  std::string name = options.output ? *options.output : ref.default_sif_name();
+std::string output_path_for(const PullOptions& options, const std::string& default_name) {
+  std::string name = options.output ? *options.output : default_name;
   return options.output_dir ? *options.output_dir + "/" + name : name;
+}
+
+std::string default_name_of(const Session& s, const PullOptions& options) {
+  if (s.url) return http_default_name(*s.url);
+  return s.local ? archive::default_sif_name(options.reference) : s.ref.default_sif_name();
 }
 
 }  // namespace
@@ -275,10 +332,13 @@ std::optional<registry::Credentials> credentials_for(const RegistryAccess& acces
 
 std::string output_path(const PullOptions& options) {
   if (library::is_library_reference(options.reference)) return library_output_path(options);
+  if (archive::is_local_source(options.reference))
+    return output_path_for(options, archive::default_sif_name(options.reference));
+  if (is_http_reference(options.reference)) return output_path_for(options, http_default_name(options.reference));
   const std::string_view bare = is_oras_reference(options.reference)
                                     ? std::string_view(options.reference).substr(kOrasScheme.size())
                                     : options.reference;
-  return output_path_for(options, reference::parse_image_reference(bare));
+  return output_path_for(options, reference::parse_image_reference(bare).default_sif_name());
 }
 
 namespace {
@@ -330,9 +390,89 @@ cache::EntryUse oras_entry(Session& s, std::string& manifest_digest, bool& from_
        }});
 }
 
+// The cache entry of a docker-archive:, oci-archive: or oci: image, keyed as a docker://
+// one is, by what the reference resolved to (here: the manifest digest, or a docker
+// archive's config digest) and the platform; converted in place from the archive.
+cache::EntryUse local_entry(Session& s, const PullOptions& options, std::string& content_digest, bool& from_cache) {
+  // A compressed archive is decompressed into the cache's tmp/, where a killed run's
+  // leftovers are swept; it lives until the conversion is done.
+  std::optional<cache::TempItem> scratch;
+  const archive::LocalImage image = archive::open_local_image(*s.local, s.platform, [&] {
+    scratch.emplace(s.cache->make_temp(".archive"));
+    if (::mkdir(scratch->path().c_str(), 0700) != 0) throw_errno("creating " + scratch->path());
+    return scratch->path();
+  });
+  content_digest = image.content_digest;
+  const oci::Platform p = oci::normalized(s.platform);
+  from_cache = true;
+  return s.cache->wait_or_produce(
+      cache::Key::sif(image.content_digest, p.os, p.architecture, p.variant),
+      [&](cache::ProducerLock& lock) {
+        from_cache = false;
+        if (auto warning = oci::platform_mismatch_warning(image.config, s.platform)) s.warn(*warning);
+        try {
+          convert_to_sif(s, image.config, image.layers, archive::scheme_of(s.local->kind),
+                         s.local->written.substr(s.local->written.find(':') + 1), lock.partial_path(), options);
+        } catch (...) {
+          try {
+            lock.discard_partial();
+          } catch (const Error&) {
+            // the next producer truncates it anyway; the original failure is what matters
+          }
+          throw;
+        }
+      },
+      {.timeout = std::nullopt, .on_wait = [&](const cache::Key&, const std::string& holder) {
+         s.progress->note("waiting for " + (holder.empty() ? std::string("another process") : holder) +
+                          " to finish converting " + s.local->written);
+       }});
+}
+
+// The cache entry of an http(s):// SIF, keyed as Apptainer's net cache is: by the URL and
+// the server's Last-Modified (or ETag); without either, by the time, so a server that
+// says nothing about its file's age is asked again each time.
+cache::EntryUse net_entry(Session& s, bool& from_cache) {
+  std::string validator = http_validator(*s.url);
+  if (validator.empty()) validator = std::to_string(std::chrono::system_clock::now().time_since_epoch().count());
+  const oci::Platform p = oci::normalized(oci::host_platform());
+  from_cache = true;
+  return s.cache->wait_or_produce(
+      cache::Key::sif(oci::Digest::sha256_of(*s.url + "\n" + validator).to_string(), p.os, p.architecture, p.variant),
+      [&](cache::ProducerLock& lock) {
+        from_cache = false;
+        try {
+          UniqueFd out(::open(lock.partial_path().c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+          if (!out) throw_errno("creating " + lock.partial_path());
+          download_sif(*s.url, out.get(), lock.partial_path(), *s.progress);
+        } catch (...) {
+          try {
+            lock.discard_partial();
+          } catch (const Error&) {
+            // the next producer truncates it anyway; the original failure is what matters
+          }
+          throw;
+        }
+      },
+      {.timeout = std::nullopt, .on_wait = [&](const cache::Key&, const std::string& holder) {
+         s.progress->note("waiting for " + (holder.empty() ? std::string("another process") : holder) +
+                          " to finish downloading " + *s.url);
+       }});
+}
+
+// --disable-cache: straight to the output, through a temporary name in its directory.
+void download_to_output(Session& s, const std::string& output, bool force) {
+  mode_t mask = ::umask(0);
+  ::umask(mask);
+  AtomicFile file(output, 0755 & ~mask, AtomicFile::Temporary::named);
+  download_sif(*s.url, file.fd(), file.temp_path(), *s.progress);
+  file.commit(force);
+}
+
 // The cache entry of the SIF, produced here unless cached or being produced elsewhere.
 cache::EntryUse sif_entry(Session& s, const PullOptions& options, std::string& top_digest, bool& from_cache) {
   if (s.oras) return oras_entry(s, top_digest, from_cache);
+  if (s.local) return local_entry(s, options, top_digest, from_cache);
+  if (s.url) return net_entry(s, from_cache);
   top_digest = s.ref.digest ? s.ref.digest->to_string()
                             : s.client->head_manifest(s.ref.repository, s.ref.manifest_reference());
   oci::Platform p = oci::normalized(s.platform);
@@ -380,9 +520,13 @@ PullResult pull(const PullOptions& options, Progress& progress) {
   auto session = open_session(options, progress);
   Session& s = *session;
   PullResult result;
-  result.output_path = output_path_for(options, s.ref);
+  result.output_path = output_path_for(options, default_name_of(s, options));
   return with_context("pull " + s.image_name(), [&] {
     refuse_existing(result.output_path, options.force);
+    if (s.url && options.disable_cache) {
+      download_to_output(s, result.output_path, options.force);
+      return result;
+    }
     cache::EntryUse entry = sif_entry(s, options, result.manifest_digest, result.from_cache);
     throw_if_interrupted();
     if (!(options.disable_cache && move_out_of_private_cache(entry, result.output_path, options.force)))
@@ -397,8 +541,7 @@ std::string cached_sif(const PullOptions& options, Progress& progress) {
   auto session = open_session(options, progress);
   Session& s = *session;
   if (options.disable_cache)
-    throw Error("running a " + std::string(s.oras ? "oras://" : "docker://") +
-                " image needs the cache (drop --disable-cache, or pull first)");
+    throw Error("running " + s.image_name() + " needs the cache (drop --disable-cache, or pull first)");
   return with_context(s.image_name(), [&] {
     std::string digest;
     bool from_cache = false;

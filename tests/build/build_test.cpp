@@ -206,8 +206,8 @@ TEST_F(Build, BadDefinitionsAreRefusedWithFileAndLine) {
       {"Bootstrap: docker\nFrom: x\nColour: blue\n", "bad.def:3: unknown header keyword \"Colour\""},
       {"Bootstrap: docker\n%post\n  true\n", "bad.def:1: Bootstrap: docker needs a From: header"},
       {"Bootstrap: yum\nOSVersion: 9\n",
-       "Bootstrap: yum is not supported by capsa (supported: docker, library, localimage, "
-       "scratch, debootstrap, busybox)"},
+       "Bootstrap: yum is not supported by capsa (supported: docker, docker-archive, oci-archive, oci, oras, "
+       "library, localimage, scratch, debootstrap, busybox)"},
       {"Bootstrap: scratch\n%files\n  /no/such/file /x\n", "bad.def:3: %files: /no/such/file does not exist"},
   };
   for (const Case& c : cases) {
