@@ -349,6 +349,29 @@ void refuse_existing(const std::string& output, bool force) {
     throw Error("image file already exists: " + output + " - will not overwrite (use --force)");
 }
 
+// Runs `produce` for a cache entry; when it fails, the half-written entry goes first (a
+// SIF cannot be resumed, unlike a blob).
+void discarding_on_failure(cache::ProducerLock& lock, const std::function<void()>& produce) {
+  try {
+    produce();
+  } catch (...) {
+    try {
+      lock.discard_partial();
+    } catch (const Error&) {
+      // the next producer truncates it anyway; the original failure is what matters
+    }
+    throw;
+  }
+}
+
+// Waits as long as another process produces the entry, saying once what it waits for.
+cache::WaitOptions waiting_for(Session& s, const std::string& work) {
+  return {.timeout = std::nullopt, .on_wait = [&s, work](const cache::Key&, const std::string& holder) {
+            s.progress->note("waiting for " + (holder.empty() ? std::string("another process") : holder) +
+                             " to finish " + work);
+          }};
+}
+
 // The cache entry of an oras:// image: its one layer, the SIF itself, keyed by its digest
 // (as Apptainer's oras cache is), downloaded (resumably, verified) unless cached.
 cache::EntryUse oras_entry(Session& s, std::string& manifest_digest, bool& from_cache) {
@@ -384,10 +407,7 @@ cache::EntryUse oras_entry(Session& s, std::string& manifest_digest, bool& from_
           throw FormatError("its layer " + layer.digest + " is not a SIF file");
         }
       },
-      {.timeout = std::nullopt, .on_wait = [&](const cache::Key&, const std::string& holder) {
-         s.progress->note("waiting for " + (holder.empty() ? std::string("another process") : holder) +
-                          " to finish downloading " + image);
-       }});
+      waiting_for(s, "downloading " + image));
 }
 
 // The cache entry of a docker-archive:, oci-archive: or oci: image, keyed as a docker://
@@ -410,22 +430,12 @@ cache::EntryUse local_entry(Session& s, const PullOptions& options, std::string&
       [&](cache::ProducerLock& lock) {
         from_cache = false;
         if (auto warning = oci::platform_mismatch_warning(image.config, s.platform)) s.warn(*warning);
-        try {
+        discarding_on_failure(lock, [&] {
           convert_to_sif(s, image.config, image.layers, archive::scheme_of(s.local->kind),
                          s.local->written.substr(s.local->written.find(':') + 1), lock.partial_path(), options);
-        } catch (...) {
-          try {
-            lock.discard_partial();
-          } catch (const Error&) {
-            // the next producer truncates it anyway; the original failure is what matters
-          }
-          throw;
-        }
+        });
       },
-      {.timeout = std::nullopt, .on_wait = [&](const cache::Key&, const std::string& holder) {
-         s.progress->note("waiting for " + (holder.empty() ? std::string("another process") : holder) +
-                          " to finish converting " + s.local->written);
-       }});
+      waiting_for(s, "converting " + s.local->written));
 }
 
 // The cache entry of an http(s):// SIF, keyed as Apptainer's net cache is: by the URL and
@@ -440,23 +450,13 @@ cache::EntryUse net_entry(Session& s, bool& from_cache) {
       cache::Key::sif(oci::Digest::sha256_of(*s.url + "\n" + validator).to_string(), p.os, p.architecture, p.variant),
       [&](cache::ProducerLock& lock) {
         from_cache = false;
-        try {
+        discarding_on_failure(lock, [&] {
           UniqueFd out(::open(lock.partial_path().c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
           if (!out) throw_errno("creating " + lock.partial_path());
           download_sif(*s.url, out.get(), lock.partial_path(), *s.progress);
-        } catch (...) {
-          try {
-            lock.discard_partial();
-          } catch (const Error&) {
-            // the next producer truncates it anyway; the original failure is what matters
-          }
-          throw;
-        }
+        });
       },
-      {.timeout = std::nullopt, .on_wait = [&](const cache::Key&, const std::string& holder) {
-         s.progress->note("waiting for " + (holder.empty() ? std::string("another process") : holder) +
-                          " to finish downloading " + *s.url);
-       }});
+      waiting_for(s, "downloading " + *s.url));
 }
 
 // --disable-cache: straight to the output, through a temporary name in its directory.
@@ -482,21 +482,9 @@ cache::EntryUse sif_entry(Session& s, const PullOptions& options, std::string& t
       key,
       [&](cache::ProducerLock& lock) {
         from_cache = false;
-        try {
-          produce_sif(s, top_digest, lock.partial_path(), options);
-        } catch (...) {
-          try {
-            lock.discard_partial();  // a half-written SIF cannot be resumed, unlike a blob
-          } catch (const Error&) {
-            // the next producer truncates it anyway; the original failure is what matters
-          }
-          throw;
-        }
+        discarding_on_failure(lock, [&] { produce_sif(s, top_digest, lock.partial_path(), options); });
       },
-      {.timeout = std::nullopt, .on_wait = [&](const cache::Key&, const std::string& holder) {
-         s.progress->note("waiting for " + (holder.empty() ? std::string("another process") : holder) +
-                          " to finish converting " + s.ref.to_string());
-       }});
+      waiting_for(s, "converting " + s.ref.to_string()));
 }
 
 // With --disable-cache the SIF lies in a cache that is about to be deleted: when it is on
