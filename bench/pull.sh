@@ -39,21 +39,4 @@ run capsa-gzip "$work/capsa-gzip.sif" sh -c "$capsa_gzip"
 run apptainer "$work/apptainer.sqfs" sh -c "$apptainer"
 run charliecloud "$work/charliecloud.sqfs" sh -c "$charliecloud" || true
 
-/usr/bin/python3 - "$work/results" "$image" <<'PY'
-import sys
-rows = [l.split() for l in open(sys.argv[1])]
-r = {n: dict(wall=float(w), cpu=float(u) + float(s), rss=int(k) / 1024, disk=int(p) / 2**20, size=int(z) / 2**20)
-     for n, w, u, s, k, p, z in rows}
-print(f"registry -> squashfs, image '{sys.argv[2]}', cold cache, page cache dropped")
-print(f"{'tool':14} {'wall s':>8} {'cpu s':>8} {'peak RSS MiB':>13} {'peak disk MiB':>14} {'output MiB':>11}")
-for n, v in r.items():
-    print(f"{n:14} {v['wall']:8.1f} {v['cpu']:8.1f} {v['rss']:13.0f} {v['disk']:14.0f} {v['size']:11.0f}")
-c = r["capsa"]
-for n, v in r.items():
-    if n == "capsa": continue
-    print(f"{n}/capsa: wall {v['wall'] / c['wall']:.2f}x, cpu {v['cpu'] / c['cpu']:.2f}x, "
-          f"rss {v['rss'] / c['rss']:.2f}x, output size {v['size'] / c['size']:.2f}x")
-if "capsa-gzip" in r and "apptainer" in r:
-    g = r["capsa-gzip"]; a = r["apptainer"]
-    print(f"apptainer/capsa-gzip: wall {a['wall'] / g['wall']:.2f}x, output size {g['size'] / a['size']:.2f}x of apptainer's")
-PY
+/usr/bin/python3 "$root/bench/report_runs.py" "$work/results" "registry -> squashfs, image '$image', cold cache, page cache dropped" rss size

@@ -21,6 +21,7 @@
 #include "build/stage_apps.hpp"
 #include "build/stage_files.hpp"
 #include "build/stage_metadata.hpp"
+#include "convert/convert.hpp"
 #include "convert/pack.hpp"
 #include "image/directory_files.hpp"
 #include "image/metadata.hpp"
@@ -374,6 +375,7 @@ BuildResult build(const BuildOptions& options, Progress& progress) {
     pull.registry = options.registry;
     pull.platform = options.platform;
     pull.no_cleanup = options.no_cleanup;
+    pull.compressor = convert::compressor_named(options.pack.compression);
     pull::pull(pull, progress);
     return result;
   }

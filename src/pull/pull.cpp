@@ -503,7 +503,11 @@ bool move_out_of_private_cache(const cache::EntryUse& entry, const std::string& 
 
 }  // namespace
 
-PullResult pull(const PullOptions& options, Progress& progress) {
+PullResult pull(const PullOptions& given, Progress& progress) {
+  // The cache's SIFs are zstd, whoever asks for them (exec and run take them as they
+  // are): another --compression is converted in a private cache, as with --disable-cache.
+  PullOptions options = given;
+  if (options.compressor != convert::Compressor::Zstd) options.disable_cache = true;
   if (library::is_library_reference(options.reference)) return pull_library(options, progress);
   auto session = open_session(options, progress);
   Session& s = *session;

@@ -193,6 +193,32 @@ TEST_F(ArchiveImages, ActionsConvertOnceThroughTheCache) {
   expect_sound_cache();
 }
 
+// The squashfs compression id of a SIF's primary partition (1 gzip, 6 zstd).
+int compression_of(const std::string& sif_path) {
+  sif::Image image = sif::Image::open(sif_path);
+  std::ifstream in(sif_path, std::ios::binary);
+  in.seekg(image.primary_partition()->offset + 20);
+  unsigned char id[2] = {0, 0};
+  in.read(reinterpret_cast<char*>(id), 2);
+  return id[0] | (id[1] << 8);
+}
+
+TEST_F(ArchiveImages, CompressionIsTheOneAskedForWhateverTheCacheHolds) {
+  // The cache's SIF is zstd; build and pull with another --compression convert their own.
+  skopeo("busybox:1.0", "oci:" + (work / "layout") + ":1.0");
+  const std::string source = "oci:" + (work / "layout") + ":1.0";
+  ASSERT_EQ(capsa({"pull", "-q", work / "zstd.sif", source}).exit_code, 0);
+  for (const std::string command : {"build", "pull"}) {
+    const std::string out = work / (command + "-gzip.sif");
+    auto made = capsa({command, "-q", "--compression", "gzip", out, source});
+    ASSERT_EQ(made.exit_code, 0) << made.err;
+    EXPECT_EQ(compression_of(out), 1) << command;
+  }
+  EXPECT_EQ(compression_of(work / "zstd.sif"), 6);
+  EXPECT_EQ(cached_sifs(), 1) << "the cache keeps its zstd entry only";
+  expect_sound_cache();
+}
+
 TEST_F(ArchiveImages, DefinitionFilesBootstrapFromEachForm) {
   skopeo("busybox:1.0", "docker-archive:" + (work / "bb.tar") + ":busybox:latest");
   skopeo("busybox:1.0", "oci-archive:" + (work / "bb-oci.tar") + ":1.0");
