@@ -349,6 +349,18 @@ void refuse_existing(const std::string& output, bool force) {
     throw Error("image file already exists: " + output + " - will not overwrite (use --force)");
 }
 
+// The cache key of the SIF converted from `digest` for `platform`: a SIF of another
+// compression than the default zstd (exec and run take the zstd one) is an entry of its
+// own, named by the digest of the two (the cache's names stay DIGEST-OS-ARCH).
+cache::Key converted_sif_key(const std::string& digest, const oci::Platform& p, convert::Compressor compressor) {
+  const std::string keyed =
+      compressor == convert::Compressor::Zstd
+          ? digest
+          : oci::Digest::sha256_of(digest + "\ncompression " + std::to_string(static_cast<int>(compressor)))
+                .to_string();
+  return cache::Key::sif(keyed, p.os, p.architecture, p.variant);
+}
+
 // Runs `produce` for a cache entry; when it fails, the half-written entry goes first (a
 // SIF cannot be resumed, unlike a blob).
 void discarding_on_failure(cache::ProducerLock& lock, const std::function<void()>& produce) {
@@ -426,7 +438,7 @@ cache::EntryUse local_entry(Session& s, const PullOptions& options, std::string&
   const oci::Platform p = oci::normalized(s.platform);
   from_cache = true;
   return s.cache->wait_or_produce(
-      cache::Key::sif(image.content_digest, p.os, p.architecture, p.variant),
+      converted_sif_key(image.content_digest, p, options.compressor),
       [&](cache::ProducerLock& lock) {
         from_cache = false;
         if (auto warning = oci::platform_mismatch_warning(image.config, s.platform)) s.warn(*warning);
@@ -476,7 +488,7 @@ cache::EntryUse sif_entry(Session& s, const PullOptions& options, std::string& t
   top_digest = s.ref.digest ? s.ref.digest->to_string()
                             : s.client->head_manifest(s.ref.repository, s.ref.manifest_reference());
   oci::Platform p = oci::normalized(s.platform);
-  cache::Key key = cache::Key::sif(top_digest, p.os, p.architecture, p.variant);
+  cache::Key key = converted_sif_key(top_digest, p, options.compressor);
   from_cache = true;
   return s.cache->wait_or_produce(
       key,
@@ -503,11 +515,7 @@ bool move_out_of_private_cache(const cache::EntryUse& entry, const std::string& 
 
 }  // namespace
 
-PullResult pull(const PullOptions& given, Progress& progress) {
-  // The cache's SIFs are zstd, whoever asks for them (exec and run take them as they
-  // are): another --compression is converted in a private cache, as with --disable-cache.
-  PullOptions options = given;
-  if (options.compressor != convert::Compressor::Zstd) options.disable_cache = true;
+PullResult pull(const PullOptions& options, Progress& progress) {
   if (library::is_library_reference(options.reference)) return pull_library(options, progress);
   auto session = open_session(options, progress);
   Session& s = *session;
