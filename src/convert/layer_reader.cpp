@@ -23,7 +23,9 @@ LayerReader::LayerReader(const LayerInput& input, std::string label)
     : label_(std::move(label)),
       stream_(archive_read_new()),
       tar_(archive_read_new()),
-      stored_(input.blob_digest ? input.blob_digest->substr(0, input.blob_digest->find(':')) : "sha256") {
+      stored_(input.blob_digest ? std::optional<oci::Hasher>(std::in_place,
+                                                             input.blob_digest->substr(0, input.blob_digest->find(':')))
+                                : std::nullopt) {
   if (!stream_ || !tar_) throw std::bad_alloc();
   file_ = UniqueFd(::open(input.path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!file_) throw SystemError(label_ + ": opening " + input.path, errno);
@@ -70,7 +72,7 @@ std::size_t LayerReader::read_some(std::size_t max) {
   if (n < 0) throw SystemError(label_ + ": reading the blob", errno);
   if (n == 0) throw FormatError(label_ + ": the blob ends early (truncated file)");
   position_ += static_cast<std::uint64_t>(n);
-  stored_.update(std::string_view(buffer_.data(), static_cast<std::size_t>(n)));
+  if (stored_) stored_->update(std::string_view(buffer_.data(), static_cast<std::size_t>(n)));
   return static_cast<std::size_t>(n);
 }
 
@@ -155,9 +157,10 @@ std::string LayerReader::diff_id() {
 
 std::string LayerReader::stored_digest() {
   if (!at_end_) throw Error(label_ + ": blob digest asked before the end of the layer");
+  if (!stored_) throw Error(label_ + ": blob digest asked of a layer read without one to check");
   while (read_some(kReadBlock) > 0) {
   }
-  return stored_.finish().to_string();
+  return stored_->finish().to_string();
 }
 
 std::uint64_t LayerReader::blob_bytes_read() const {

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "convert/convert.hpp"
@@ -77,7 +78,9 @@ class LayerReader {
   std::uint64_t position_ = 0;  // next byte of the file to read
   std::uint64_t end_ = 0;       // one past the blob's last byte
   std::string buffer_;          // what read_stored hands libarchive
-  oci::Hasher stored_;          // sha256 of the blob as stored, as it streams
+  // The blob's digest as stored, as it streams: only for a blob_digest to check (a
+  // registry's blobs were checked as they downloaded; hashing them again costs a pass).
+  std::optional<oci::Hasher> stored_;
   oci::Hasher diff_id_;  // sha256 of the uncompressed tar, as it streams
   std::string stream_error_;  // why stream_ failed, reported instead of tar_'s generic error
   bool at_end_ = false;
