@@ -13,14 +13,17 @@
 namespace capsa::instance_testing {
 
 std::string make_instance_image(const test::TempDir& dir, const std::string& name) {
-  return runtime::testing::make_image(
-      dir, name,
-      {{"/.singularity.d/startscript",
-        "#!/bin/sh\necho \"started $*\" > /tmp/started\necho \"$APPTAINER_INSTANCE\" > /tmp/instance-name\necho "
-        "to-stdout\necho to-stderr >&2\nexec sleep 1000\n",
-        0755},
-       {"/.singularity.d/runscript",
-        "#!/bin/sh\necho \"ran $*\" > /tmp/ran\nif [ \"$1\" = serve ]; then exec sleep 1000; fi\n", 0755}});
+  return runtime::testing::make_image(dir, name,
+                                      {{"/.singularity.d/startscript",
+                                        "#!/bin/sh\necho \"$APPTAINER_INSTANCE\" > /tmp/instance-name\n"
+                                        // Written whole in one rename: a reader never sees the file empty.
+                                        "echo \"started $*\" > /tmp/.started && mv /tmp/.started /tmp/started\necho "
+                                        "to-stdout\necho to-stderr >&2\nexec sleep 1000\n",
+                                        0755},
+                                       {"/.singularity.d/runscript",
+                                        "#!/bin/sh\necho \"ran $*\" > /tmp/.ran && mv /tmp/.ran /tmp/ran\nif [ \"$1\" "
+                                        "= serve ]; then exec sleep 1000; fi\n",
+                                        0755}});
 }
 
 test::ProcessResult capsa(const std::vector<std::string>& args, const std::vector<std::string>& env) {
