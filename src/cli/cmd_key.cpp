@@ -435,7 +435,7 @@ void add_pull(CLI::App& key) {
     if (matching.size() > 1)
       throw Error("keyserver " + client.answered_by() + " has " + std::to_string(matching.size()) + " keys with ID " +
                   digits + ": pull it by its full fingerprint");
-    const std::string key = staging.export_public(matching.front(), false);
+    const std::string public_key = staging.export_public(matching.front(), false);
     auto held_in = [&matching](const signing::GnupgHome& keyring) {
       bool held = false;
       for (const auto& k : keyring.list(false)) held = held || k.fingerprint == matching.front();
@@ -443,14 +443,14 @@ void add_pull(CLI::App& key) {
     };
     if (global) {
       const bool held = held_in(global->keys());
-      global->keys().import_public(key);
+      global->keys().import_public(public_key);
       global->save();
       std::cout << (held ? 0 : 1) << " key(s) added to keyring of trust " << global->path() << "\n";
       return;
     }
     signing::GnupgHome keyring = signing::open_user_keyring();
     const bool held = held_in(keyring);
-    keyring.import(key);
+    keyring.import(public_key);
     std::cout << (held ? 0 : 1) << " key(s) added to keyring of trust " << keyring.directory() << "\n";
   });
 }

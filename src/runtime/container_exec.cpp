@@ -21,10 +21,6 @@
 namespace capsa::runtime {
 namespace {
 
-// Whether the container's programs may gain privileges: --allow-setuid, for real root
-// only (the CLI refuses it to anyone else; a user namespace keeps the rule).
-bool setuid_allowed(const ActionRequest& r) { return r.allow_setuid && !r.userns && !r.fakeroot && ::getuid() == 0; }
-
 // execve with the container's rules; returns (errno set) only when it failed. Nothing the
 // container runs may gain privileges (setuid binaries in the image included), unless
 // root allowed setuid programs.

@@ -312,6 +312,10 @@ ComposedEnvironment compose_container_environment(const ActionRequest& r, const 
   return env;
 }
 
+bool runs_privileged(const ActionRequest& r) { return ::geteuid() == 0 && !r.userns && !r.fakeroot; }
+
+bool setuid_allowed(const ActionRequest& r) { return r.allow_setuid && runs_privileged(r); }
+
 void launch(const ActionRequest& r) {
   phases::mark("launch");
   if (needs_temporary_image(r)) launch_with_temporary_image(r);
@@ -319,7 +323,7 @@ void launch(const ActionRequest& r) {
   if (r.namespaces.instance == nullptr) join_or_keep_image(r);  // returns when not kept
   // Root with -u/--userns or --fakeroot runs as everyone else does: in a user namespace,
   // image on FUSE.
-  const bool privileged = ::geteuid() == 0 && !r.userns && !r.fakeroot;
+  const bool privileged = runs_privileged(r);
   // --fakeroot: its mode, chosen before anything changes (unused without the flag).
   const RootMode fakeroot = r.fakeroot ? fakeroot_mode(r.fakeroot_options) : RootMode::fakeroot_auto;
   const std::string image = absolute(r.image);
@@ -535,7 +539,7 @@ void launch(const ActionRequest& r) {
   layout.upper_on_capsa_fuse = layers.upper_on_capsa_fuse;
   layout.underlay = underlay_chosen(r.underlay, r.site.enable_underlay, r.site.enable_overlay,
                                     writable_tmpfs || !overlays.empty(), r.writable);
-  layout.allow_setuid = r.allow_setuid && privileged;
+  layout.allow_setuid = setuid_allowed(r);
   if (layout.underlay) log::verbose("the container's root is an underlay (a tmpfs of binds of the image's entries)");
   // --fusemount host: programs start from the host's view (they wait for their mount).
   FuseMounts fuse_mounts = FuseMounts::prepare(fuse_specs);

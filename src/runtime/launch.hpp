@@ -55,12 +55,11 @@ struct ActionRequest {
   bool cleanenv = false;
   bool no_home = false;
   bool writable_tmpfs = false;
-  bool underlay = false;
-  bool allow_setuid = false;  // --allow-setuid: root only; no nosuid, no no_new_privs
+  bool underlay = false;      // --underlay: a root of binds instead of an overlay (underlay_root.hpp)
+  bool allow_setuid = false;  // --allow-setuid: see setuid_allowed()
   // --runscript-timeout: how long the action script may take to reach the action
   // (script_watchdog.hpp); unset: Apptainer's default, one minute.
-  std::optional<std::chrono::nanoseconds>
-      runscript_timeout;              // --underlay: a root of binds instead of an overlay (underlay_root.hpp)
+  std::optional<std::chrono::nanoseconds> runscript_timeout;
   bool writable = false;              // --writable: a sandbox read-write, or a SIF's ext3 overlay partition
   std::vector<OverlaySpec> overlays;  // -o/--overlay, in the order given
   std::vector<std::string> no_mount;  // --no-mount values (comma lists allowed)
@@ -77,6 +76,14 @@ struct ActionRequest {
   // The file execution control judged (ecl/enforce.hpp): the run mounts that file or none.
   std::optional<FileIdentity> image_checked;
 };
+
+// Real root without a user namespace: the mounts are the host's own (loop devices,
+// kernel squashfs) and root's privileges are real.
+bool runs_privileged(const ActionRequest& request);
+
+// --allow-setuid takes effect: in a privileged run only (the CLI refuses it to anyone
+// else), no nosuid on the image and no no_new_privs for the command.
+bool setuid_allowed(const ActionRequest& request);
 
 // The command's environment as launch composes it (environment.hpp, plus the GPU
 // selection, the app's name, --no-eval): a container joining a kept image gets the same.
