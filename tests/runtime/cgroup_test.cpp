@@ -325,5 +325,85 @@ TEST_F(DelegatedCgroup, TestUserGetsLimitsInACgroupDelegatedToIt) {
   expect_nothing_left();
 }
 
+// A hybrid host (controllers on v1 hierarchies, a cgroup2 mount beside them that holds
+// only the controllers no v1 hierarchy took, as this project's VMs and many clusters'
+// nodes are): limits whose controllers are all in the cgroup2 hierarchy go there. Here
+// the test mounts cgroup2 in a mount namespace of its own and asks for a hugetlb limit
+// through --apply-cgroups' [unified] table, as root and, in a cgroup root delegates to
+// it, as the test user; on a unified host the same run checks the v2 path once more.
+class HybridCgroup : public DelegatedCgroup {
+ protected:
+  std::string hierarchy = work / "cgroup2";  // where each run mounts it
+  std::string toml = work / "hugetlb.toml";
+
+  void SetUp() override {
+    DelegatedCgroup::SetUp();
+    if (::geteuid() != 0) GTEST_SKIP() << "root mounts the cgroup2 hierarchy (the .user run: DelegatedCgroup)";
+    fs::create_directories(hierarchy);
+    std::ofstream(toml) << "[unified]\n\"hugetlb.2MB.max\" = \"4194304\"\n";
+    // The root's controllers: hugetlb must be there, with its 2 MB page size.
+    const test::ProcessResult top = in_hierarchy("cat \"$0\"/cgroup.controllers");
+    if (top.out.find("hugetlb") == std::string::npos)
+      GTEST_SKIP() << "hugetlb is on a v1 hierarchy here, or the kernel has no hugetlb controller";
+    in_hierarchy("echo +hugetlb > \"$0\"/cgroup.subtree_control");
+  }
+
+  // `script` in a mount namespace of its own with the cgroup2 hierarchy at $0.
+  test::ProcessResult in_hierarchy(const std::string& script, const std::vector<std::string>& args = {}) {
+    std::vector<std::string> argv = {
+        "unshare", "-m", "--propagation", "private", "sh", "-c", "mount -t cgroup2 none \"$0\" && " + script,
+        hierarchy};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return test::run_process(argv);
+  }
+
+  // Inside the container: its cgroup2 path, then the limit in that cgroup (the hierarchy
+  // is bound at /cgroup2).
+  static constexpr const char* kHugetlbReport =
+      "p=$(sed -n 's/^0:://p' /proc/self/cgroup); echo \"$p\"; cat \"/cgroup2$p/hugetlb.2MB.max\"";
+
+  // The cgroup `path` of the hierarchy is gone (its remover ran) within a while.
+  void expect_removed(const std::string& path) {
+    EXPECT_TRUE(test::eventually([&] { return in_hierarchy("test ! -e \"$0$1\"", {path}).exit_code == 0; }, 10))
+        << path << " is left";
+  }
+};
+
+TEST_F(HybridCgroup, ALimitOfAControllerOnlyCgroupV2HasGoesThere) {
+  const test::ProcessResult root =
+      in_hierarchy("exec \"$@\"", {test::capsa_binary(), "exec", "--apply-cgroups", toml, "-B", hierarchy + ":/cgroup2",
+                                   image, "sh", "-c", kHugetlbReport});
+  ASSERT_EQ(root.exit_code, 0) << root.err;
+  EXPECT_TRUE(root.out.starts_with("/capsa-")) << root.out;
+  EXPECT_EQ(root.out.substr(root.out.find('\n') + 1), "4194304\n") << root.out;
+  expect_removed(root.out.substr(0, root.out.find('\n')));
+
+  // The test user, in a leaf of a cgroup root made theirs: the limit's cgroup is beside it.
+  const auto user = test::test_user();
+  if (!user) GTEST_SKIP() << "no test user";
+  const std::string name = "capsa-test-hybrid-" + std::to_string(::getpid());
+  ASSERT_EQ(in_hierarchy("mkdir \"$0/$1\" \"$0/$1/leaf\" && echo +hugetlb > \"$0/$1/cgroup.subtree_control\" && "
+                         "cd \"$0/$1\" && chown \"$2\" . cgroup.procs cgroup.subtree_control cgroup.threads leaf "
+                         "leaf/cgroup.procs",
+                         {name, std::to_string(user->uid)})
+                .exit_code,
+            0);
+  ::chmod(work.path().c_str(), 0755);
+  ::chmod(session.c_str(), 0777);
+  const test::ProcessResult theirs =
+      in_hierarchy("echo $$ > \"$0/$1/leaf/cgroup.procs\" && shift && exec \"$@\"",
+                   {name, "setpriv", "--reuid=" + std::to_string(user->uid), "--regid=" + std::to_string(user->gid),
+                    "--clear-groups", "env", "HOME=" + user->home, marker, test::capsa_binary(), "exec",
+                    "--apply-cgroups", toml, "-B", hierarchy + ":/cgroup2", image, "sh", "-c", kHugetlbReport});
+  EXPECT_EQ(theirs.exit_code, 0) << theirs.err;
+  EXPECT_TRUE(theirs.out.starts_with("/" + name + "/capsa-")) << theirs.out;
+  EXPECT_EQ(theirs.out.substr(theirs.out.find('\n') + 1), "4194304\n") << theirs.out;
+  if (theirs.exit_code == 0) expect_removed(theirs.out.substr(0, theirs.out.find('\n')));
+  EXPECT_TRUE(
+      test::eventually([&] { return in_hierarchy("rmdir \"$0/$1/leaf\" \"$0/$1\"", {name}).exit_code == 0; }, 10))
+      << "the delegated cgroup empties";
+  expect_nothing_left();
+}
+
 }  // namespace
 }  // namespace capsa::runtime

@@ -145,16 +145,23 @@ ContainerCgroup ContainerCgroup::create(const CgroupLimits& limits) {
   const Hierarchy* unified = nullptr;
   for (const Hierarchy& h : hierarchies)
     if (h.v2 && unified == nullptr) unified = &h;
-  // v2 where the unified hierarchy has the controllers (a unified host); else the v1
-  // hierarchies (a hybrid host's cgroup2 mount holds none of them, or only hugetlb).
+  // v2 where the unified hierarchy has the controllers (a unified host), or, on a hybrid
+  // host, whose cgroup2 mount holds only the controllers no v1 hierarchy took (often
+  // hugetlb alone), where it has every one these limits need; else the v1 hierarchies.
   std::vector<CgroupSetting> settings;
   std::string v2_parent;
   if (unified != nullptr) {
     const std::string top = read_text(unified->mount_point + "/cgroup.controllers");
     std::set<std::string> available;
     for (const std::string& c : split(top.substr(0, top.find('\n')), ' ')) available.insert(c);
-    if (available.count("memory") != 0 || available.count("pids") != 0 || available.count("cpu") != 0) {
-      settings = cgroup_v2_settings(limits);
+    const bool unified_host =
+        available.count("memory") != 0 || available.count("pids") != 0 || available.count("cpu") != 0;
+    std::vector<CgroupSetting> wanted = cgroup_v2_settings(limits);
+    const bool all_in_v2 = !wanted.empty() && std::all_of(wanted.begin(), wanted.end(), [&](const CgroupSetting& s) {
+      return available.count(s.controller) != 0;
+    });
+    if (unified_host || all_in_v2) {
+      settings = std::move(wanted);
       const std::string own = directory_of(*unified, own_cgroup(""));
       v2_parent = root || own == unified->mount_point ? unified->mount_point : parent_of(own);
       const std::string here = read_text(v2_parent + "/cgroup.controllers");
