@@ -1,6 +1,7 @@
 #include "encryption/gocryptfs.hpp"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -23,6 +24,7 @@ namespace capsa::encryption {
 namespace {
 
 constexpr auto kMountTimeout = std::chrono::seconds(20);
+constexpr auto kInitTimeout = std::chrono::seconds(60);
 
 bool write_text(const char* path, const std::string& text) {
   UniqueFd fd(::open(path, O_WRONLY | O_CLOEXEC));
@@ -89,6 +91,51 @@ Process start(const std::vector<std::string>& argv, int stdin_fd, int log_fd) {
                          .name = "gocryptfs"});
 }
 
+// Whether `dir` is a mount point in this mount namespace, from /proc/self/mountinfo: a
+// stat(2) of it would go to the FUSE server once it is mounted, and block for as long as
+// a stalled server does not answer.
+bool mounted_at(const std::string& dir) {
+  std::string escaped;  // as mountinfo writes a path: space, tab, newline, backslash in octal
+  for (char c : dir) {
+    if (c == ' ' || c == '\t' || c == '\n' || c == '\\') {
+      static constexpr char kOctal[] = "01234567";
+      const auto u = static_cast<unsigned char>(c);
+      escaped += {'\\', kOctal[(u >> 6) & 7], kOctal[(u >> 3) & 7], kOctal[u & 7]};
+    } else {
+      escaped.push_back(c);
+    }
+  }
+  UniqueFd info(::open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC));
+  if (!info) return false;
+  const std::string text = read_to_end_at(info.get());
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    // ID PARENT MAJOR:MINOR ROOT MOUNT-POINT ...: the fifth field.
+    std::size_t field = start;
+    for (int i = 0; i < 4 && field < end; ++i) field = text.find(' ', field) + 1;
+    const std::size_t field_end = std::min(text.find(' ', field), end);
+    if (field > start && text.compare(field, field_end - field, escaped) == 0) return true;
+    start = end + 1;
+  }
+  return false;
+}
+
+// Waits up to `limit` for `process` to end; nullopt (the process still owned) when it has not.
+std::optional<ExitStatus> wait_for(Process& process, std::chrono::seconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  for (auto pause = std::chrono::microseconds(500);; pause = std::min(pause * 2, std::chrono::microseconds(20000))) {
+    int status = 0;
+    if (::waitpid(process.pid(), &status, WNOHANG) == process.pid()) {
+      process.release();
+      return ExitStatus(status);
+    }
+    if (std::chrono::steady_clock::now() > deadline) return std::nullopt;
+    std::this_thread::sleep_for(pause);
+  }
+}
+
 UniqueFd new_log() {
   UniqueFd log(::memfd_create("gocryptfs-log", MFD_CLOEXEC));
   if (!log) throw_errno("creating gocryptfs' log");
@@ -123,8 +170,10 @@ bool enter_private_mount_namespace() {
 
 Process mount_gocryptfs(const std::string& cipher_dir, const std::string& plain_dir, const std::string& secret,
                         bool read_only, const std::string& image) {
-  struct stat before {};
-  if (::stat(plain_dir.c_str(), &before) != 0) throw_errno(plain_dir);
+  // As mountinfo shows it (symbolic links resolved), taken before anything is mounted there.
+  char resolved[PATH_MAX];
+  if (::realpath(plain_dir.c_str(), resolved) == nullptr) throw_errno(plain_dir);
+  const std::string mount_point = resolved;
   UniqueFd log = new_log();
   UniqueFd input = secret_pipe(secret, 1);
   std::vector<std::string> argv = {"gocryptfs", "-fg", "-q"};
@@ -134,8 +183,7 @@ Process mount_gocryptfs(const std::string& cipher_dir, const std::string& plain_
   input.reset();
   const auto deadline = std::chrono::steady_clock::now() + kMountTimeout;
   for (auto pause = std::chrono::microseconds(500);; pause = std::min(pause * 2, std::chrono::microseconds(20000))) {
-    struct stat now {};
-    if (::stat(plain_dir.c_str(), &now) == 0 && now.st_dev != before.st_dev) return server;
+    if (mounted_at(mount_point)) return server;
     int status = 0;
     if (::waitpid(server.pid(), &status, WNOHANG) == server.pid()) {
       server.release();
@@ -159,8 +207,11 @@ void encrypt_into_directory(const std::string& plain_file, const std::string& ci
     Process init = start({"gocryptfs", "-q", "-init", "-deterministic-names", "-plaintextnames", "--", cipher_dir},
                          input.get(), log.get());
     input.reset();
-    ExitStatus status = init.wait();
-    if (!status.success()) throw Error("gocryptfs -init failed: " + last_line(log.get()));
+    // Bounded, as every wait on gocryptfs here: a stalled gocryptfs fails the build in one
+    // line (and is stopped) instead of hanging it.
+    std::optional<ExitStatus> status = wait_for(init, kInitTimeout);
+    if (!status) throw Error("gocryptfs -init did not finish within 60 s: " + last_line(log.get()));
+    if (!status->success()) throw Error("gocryptfs -init failed: " + last_line(log.get()));
   }
   const std::string plain_dir = cipher_dir + ".plain";
   if (::mkdir(plain_dir.c_str(), 0700) != 0) throw_errno(plain_dir);
@@ -176,7 +227,9 @@ void encrypt_into_directory(const std::string& plain_file, const std::string& ci
       if (::fsync(out.get()) != 0) throw_errno("writing the encrypted image");
     }
     if (::umount2(plain_dir.c_str(), 0) != 0) throw_errno("unmounting gocryptfs");
-    if (!server.wait().success()) throw Error("gocryptfs failed while unmounting the encrypted image");
+    std::optional<ExitStatus> ended = wait_for(server, kMountTimeout);
+    if (!ended) throw Error("gocryptfs did not end within 20 s of its unmount");
+    if (!ended->success()) throw Error("gocryptfs failed while unmounting the encrypted image");
   });
   ::rmdir(plain_dir.c_str());
 }
