@@ -30,8 +30,9 @@ packages="
 # create). The demo: gensquashfs, a static busybox, and the local registry it pulls from
 # (skopeo pushes the demo image into it). gnupg: the gpg GPGME drives (sign, verify, key).
 # containernetworking-plugins and iptables: the CNI networks root may give (--network bridge).
+# gocryptfs: encrypted SIF images (build --encrypt, run with --passphrase/--pem-path).
 packages="$packages
-  gnupg fuse3 squashfuse uidmap util-linux passwd file fuse2fs fuse-overlayfs e2fsprogs
+  gnupg fuse3 squashfuse uidmap util-linux passwd file fuse2fs fuse-overlayfs e2fsprogs gocryptfs
   squashfs-tools-ng busybox-static
   containernetworking-plugins iptables
   docker-registry skopeo openssl python3 python3-jwt python3-cryptography python3-bcrypt

@@ -17,6 +17,7 @@
 #include "build/bootstrap.hpp"
 #include "build/definition.hpp"
 #include "build/definition_json.hpp"
+#include "build/encrypted_sif.hpp"
 #include "build/host_ops.hpp"
 #include "build/stage_apps.hpp"
 #include "build/stage_files.hpp"
@@ -253,6 +254,16 @@ void write_sif(Context& ctx, const std::string& rootfs, const std::string& targe
 
   convert::PackOptions pack = ctx.options.pack;
   ctx.progress.note("capsa: creating the SIF image " + target);
+  if (ctx.options.encryption_key) {
+    ctx.progress.note("capsa: encrypting it with gocryptfs");
+    EncryptedSifRequest request{rootfs,         target, temp_parent(ctx.options),
+                                {def, inspect}, create, target_architecture(ctx.options),
+                                ctx.mode,       pack,   *ctx.options.encryption_key};
+    write_encrypted_sif(request);
+    throw_if_interrupted();
+    ::chmod(target.c_str(), 0755);
+    return;
+  }
   sif::PartitionSlot slot(
       target, create, {def, inspect},
       sif::partition_input("", sif::FsType::Squashfs, sif::PartType::PrimSys, target_architecture(ctx.options)));
@@ -366,7 +377,8 @@ BuildResult build(const BuildOptions& options, Progress& progress) {
 
   // docker:// -> SIF is a pull: the same file, through the same cache (unless
   // --fix-perms has files to change, or --mksquashfs-args asks for another packing).
-  if (kind == SourceKind::Docker && !options.sandbox && !options.fix_perms && !options.repack) {
+  if (kind == SourceKind::Docker && !options.sandbox && !options.fix_perms && !options.repack &&
+      !options.encryption_key) {
     pull::PullOptions pull;
     pull.reference = options.source;
     pull.output = options.target;

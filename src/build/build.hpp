@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "convert/pack.hpp"
+#include "encryption/key_material.hpp"
 #include "oci/platform.hpp"
 #include "pull/pull.hpp"
 #include "runtime/bind_spec.hpp"
@@ -58,6 +59,9 @@ struct BuildOptions {
   bool ignore_subuid = false;
   bool ignore_fakeroot_command = false;
   bool ignore_userns = false;
+  // --encrypt (or --passphrase / --pem-path): the key to encrypt the image with
+  // (build/encrypted_sif.hpp); nullopt: a plain image.
+  std::optional<encryption::KeyMaterial> encryption_key;
 };
 
 struct BuildResult {

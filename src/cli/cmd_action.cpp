@@ -12,6 +12,7 @@
 
 #include "archive/source.hpp"
 #include "cli/commands.hpp"
+#include "cli/encryption_flags.hpp"
 #include "cli/env_flags.hpp"
 #include "cli/execution_control.hpp"
 #include "cli/global_flags.hpp"
@@ -34,6 +35,7 @@ namespace capsa::cli {
 namespace {
 
 struct ActionFlags {
+  encryption::KeyFlags encryption;  // --passphrase, --pem-path
   std::vector<std::string> binds;
   std::vector<std::string> mounts;
   std::vector<std::string> env;
@@ -172,8 +174,6 @@ const std::vector<RefusedFlag>& refused_action_flags() {
   static const std::vector<RefusedFlag> flags = {
       {"--dmtcp-launch", true, "capsa has no DMTCP checkpointing"},
       {"--dmtcp-restart", true, "capsa has no DMTCP checkpointing"},
-      {"--passphrase", false, "encrypted SIF images are not supported"},
-      {"--pem-path", true, "encrypted SIF images are not supported"},
       {"--docker-host", true, "capsa talks to registries, never to a Docker daemon"},
   };
   return flags;
@@ -294,6 +294,9 @@ runtime::ActionRequest request_from(const std::string& action, const ActionFlags
     r.networks.clear();
   }
   runtime::apply_site_config(site, r);
+  // Asked for (and a PEM file checked) before anything is pulled or mounted, as Apptainer
+  // does; the lean runner hands a PEM key to capsa-full here, before it has made anything.
+  set_run_key(f.encryption, r);
   // Last: a --disable-cache pull makes a directory that only launch() removes.
   if (r.image.starts_with("docker://") || r.image.starts_with("oras://") || r.image.starts_with("library://") ||
       archive::is_local_source(r.image) || r.image.starts_with("http://") || r.image.starts_with("https://")) {
@@ -439,6 +442,7 @@ CLI::App* add_action(CLI::App& app, const std::string& name, const std::string& 
   cmd->add_option("--blkio-weight-device", flags->blkio_weight_device, "DEVICE:WEIGHT, e.g. /dev/sda:500 (repeatable)")
       ->allow_extra_args(false);
   add_registry_flags(*cmd, flags->registry);
+  add_encryption_flags(*cmd, flags->encryption, false);
   if (args != nullptr)
     add_refused_flags_in(*cmd, refused_action_flags(), *args);
   else

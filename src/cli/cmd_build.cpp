@@ -8,6 +8,7 @@
 #include "build/definition.hpp"
 #include "capsa/version.hpp"
 #include "cli/commands.hpp"
+#include "cli/encryption_flags.hpp"
 #include "cli/env_flags.hpp"
 #include "cli/global_flags.hpp"
 #include "cli/refused_flags.hpp"
@@ -25,6 +26,8 @@ namespace capsa::cli {
 namespace {
 
 struct BuildFlags {
+  bool encrypt = false;
+  encryption::KeyFlags encryption;  // --passphrase, --pem-path
   std::vector<std::string> positionals;
   bool force = false;
   bool update = false;
@@ -128,15 +131,23 @@ build::BuildOptions options_from(const BuildFlags& f) {
   o.nvccli = f.nvccli || env_flag("NVCCLI");
   o.time = now_for_images();
   o.capsa_version = build_info::version;
+  // --passphrase and --pem-path imply --encrypt, as in Apptainer (cmd/internal/cli/build.go).
+  if (f.encrypt || f.encryption.passphrase || !f.encryption.pem_path.empty()) {
+    if (o.sandbox) throw Error("--encrypt makes an encrypted SIF: it cannot be used with --sandbox");
+    o.encryption_key = build_key(f.encryption);
+    if (!o.encryption_key)
+      throw Error(
+          "--encrypt needs a key: --passphrase, --pem-path PUBLIC_KEY.pem, or "
+          "APPTAINER_ENCRYPTION_PASSPHRASE / APPTAINER_ENCRYPTION_PEM_PATH");
+  } else if (encryption::environment_names_a_key()) {
+    log::warning("Encryption related env vars found, but --encrypt was not specified. NOT encrypting container.");
+  }
   return o;
 }
 
 // `apptainer build` flags (cmd/internal/cli/build.go) capsa does not carry out (yet).
 const std::vector<RefusedFlag>& refused_build_flags() {
   static const std::vector<RefusedFlag> flags = {
-      {"-e,--encrypt", false, "encrypted SIF images are not supported"},
-      {"--passphrase", false, "encrypted SIF images are not supported"},
-      {"--pem-path", true, "encrypted SIF images are not supported"},
       {"--library", true, "it names the Library whose remote builder --remote uses; capsa builds on this machine only"},
       {"--docker-host", true, "capsa talks to registries, never to a Docker daemon"},
       {"--remote", false, "capsa builds on this machine; there is no remote build service"},
@@ -204,6 +215,9 @@ void add_build_command(CLI::App& app) {
                 "The definition file is in Apptainer's JSON form (header, imageData, buildData, customData)");
   cmd->add_flag("--writable-tmpfs", flags->writable_tmpfs,
                 "%test may write: to a tmpfs over the image, thrown away after it (without: the image is read-only)");
+  cmd->add_flag("-e,--encrypt", flags->encrypt,
+                "Encrypt the image's file system (gocryptfs, as Apptainer's unprivileged builds; docs/encryption.md)");
+  add_encryption_flags(*cmd, flags->encryption, true);
   cmd->add_flag("-q,--quiet", flags->quiet, "No progress output");
   add_refused_flags(*cmd, refused_build_flags());
   cmd->footer(

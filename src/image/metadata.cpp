@@ -264,11 +264,65 @@ Metadata read_metadata(const ImageFiles& root, const InspectOptions& options) {
   return m;
 }
 
-Metadata read_metadata(const sif::Image& image, const InspectOptions& options) {
+namespace {
+
+// An encrypted image's files cannot be read without its key: its metadata comes from the
+// inspect-metadata.json object the build stored beside the partition, as Apptainer's
+// inspect reads it for encrypted images. Only the sections asked for are kept.
+Metadata metadata_of_encrypted(const sif::Image& image, const InspectOptions& options) {
+  const InspectOptions o = effective(options);
+  for (const sif::Descriptor& d : image.objects()) {
+    if (d.data_type != sif::DataType::GenericJson || d.name_text() != "inspect-metadata.json") continue;
+    nlohmann::json doc = nlohmann::json::parse(image.read_object(d, 16 << 20), nullptr, false);
+    if (!doc.is_object() || !doc.contains("data")) break;
+    const nlohmann::json& a = doc["data"].value("attributes", nlohmann::json::object());
+    auto text = [&](const nlohmann::json& from, const char* key) {
+      return from.contains(key) && from[key].is_string() ? from[key].get<std::string>() : std::string();
+    };
+    auto map = [&](const nlohmann::json& from, const char* key) {
+      std::map<std::string, std::string> out;
+      if (from.contains(key) && from[key].is_object())
+        for (const auto& [k, v] : from[key].items())
+          if (v.is_string()) out[k] = v.get<std::string>();
+      return out;
+    };
+    Metadata m;
+    if (o.labels) m.labels = map(a, "labels");
+    if (o.deffile) m.deffile = text(a, "deffile");
+    if (o.runscript) m.runscript = text(a, "runscript");
+    if (o.startscript) m.startscript = text(a, "startscript");
+    if (o.test) m.test = text(a, "test");
+    if (o.helpfile) m.helpfile = text(a, "helpfile");
+    if (o.environment) m.environment = map(a, "environment");
+    return m;
+  }
+  throw FormatError(image.path() +
+                    ": the image is encrypted and carries no inspect-metadata.json object to "
+                    "inspect (run it with its key to look inside)");
+}
+
+bool is_encrypted(const sif::Image& image) {
+  const sif::Descriptor* primary = image.primary_partition();
+  return primary != nullptr && (primary->partition().fs_type == sif::FsType::GocryptfsSquashfs ||
+                                primary->partition().fs_type == sif::FsType::EncryptedSquashfs);
+}
+
+Metadata metadata_of_plain(const sif::Image& image, const InspectOptions& options) {
   SquashfsFiles files(open_primary_squashfs(image));
   // Named by the file the user gave, not by its partition.
   if (!effective(options).app.empty()) require_app(files, options.app, image.path());
-  Metadata m = read_metadata(files, options);
+  return read_metadata(files, options);
+}
+
+}  // namespace
+
+Metadata read_metadata(const sif::Image& image, const InspectOptions& options) {
+  // An app's metadata lies in the encrypted file system, which inspect cannot read.
+  if (is_encrypted(image) && !effective(options).app.empty())
+    throw Error(image.path() +
+                ": --app cannot be inspected in an encrypted image (its apps are inside the "
+                "encrypted file system; run the image with its key to look at them)");
+  Metadata m = is_encrypted(image) ? metadata_of_encrypted(image, options) : metadata_of_plain(image, options);
   if (effective(options).deffile && m.deffile.empty()) {
     // Images built without a definition (siftool, old tools) may still carry one as
     // a SIF object; Apptainer reads that object first, we only as a fallback.

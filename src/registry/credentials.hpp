@@ -22,7 +22,10 @@ namespace capsa::registry {
 // as it starts (util/environment_block.hpp); they stay readable to capsa itself.
 inline constexpr const char* kSecretEnvironmentVariables[] = {
     "APPTAINER_DOCKER_PASSWORD", "SINGULARITY_DOCKER_PASSWORD", "DOCKER_PASSWORD", "APPTAINER_LOGIN_PASSWORD",
-    "SINGULARITY_LOGIN_PASSWORD"};  // the last two: `registry login`
+    "SINGULARITY_LOGIN_PASSWORD",  // these two: `registry login`
+    // An encrypted image's key (docs/encryption.md).
+    "APPTAINER_ENCRYPTION_PASSPHRASE", "SINGULARITY_ENCRYPTION_PASSPHRASE", "APPTAINER_ENCRYPTION_PEM_DATA",
+    "SINGULARITY_ENCRYPTION_PEM_DATA"};
 
 struct Credentials {
   std::string username;

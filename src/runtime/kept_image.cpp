@@ -1,5 +1,7 @@
 #include "runtime/kept_image.hpp"
 
+#include "sif/image.hpp"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/file.h>
@@ -34,6 +36,16 @@ namespace {
 
 constexpr const char* kLingerVariable = "CAPSA_KEEP_IMAGE_SECONDS";
 
+bool is_encrypted_sif(const std::string& path) {
+  try {
+    const sif::Image image = sif::Image::open(path);
+    const sif::Descriptor* primary = image.primary_partition();
+    return primary != nullptr && primary->partition().fs_type != sif::FsType::Squashfs;
+  } catch (const std::exception&) {
+    return false;  // a sandbox, or an image launch reports on
+  }
+}
+
 bool keepable(const ActionRequest& r) {
   return r.overlays.empty() && !r.writable && !r.writable_tmpfs && !r.contain && r.scratch.empty() && !r.fakeroot &&
          !r.userns && !r.unsquash && r.temporary_directory.empty() && !r.namespaces.any() &&
@@ -41,7 +53,9 @@ bool keepable(const ActionRequest& r) {
          r.seccomp_profile.empty() && r.cdi_devices.empty() && !r.nvccli && !r.no_umask && r.app.empty() &&
          !r.cgroups.any() && r.fusemounts.empty() && !r.sharens && r.end_with == 0 &&
          // Under execution control each run mounts the very file that was judged.
-         !r.image_checked;
+         !r.image_checked &&
+         // A decrypted image is never left for others to join: each run shows its own key.
+         !r.encryption_key && !is_encrypted_sif(r.image);
 }
 
 // The environment variables that shape a root: capsa's own switches, PATH (where --nv

@@ -27,6 +27,7 @@
 #include "runtime/cgroups/container_cgroup.hpp"
 #include "runtime/container_exec.hpp"
 #include "runtime/container_root.hpp"
+#include "runtime/encrypted_image.hpp"
 #include "runtime/env_script.hpp"
 #include "runtime/environment.hpp"
 #include "runtime/fuse_mounts.hpp"
@@ -96,13 +97,74 @@ std::string session_mount_point() {
 struct OpenedSquashfs {
   sif::Image image;
   SquashfsLocation location;
-  image::SquashfsFiles files;  // over image.fd()
+  image::SquashfsFiles files;  // over image.fd(), or over decrypted
+  UniqueFd decrypted;          // an encrypted image's plain squashfs (encrypted_image.hpp)
 };
 
-OpenedSquashfs open_squashfs(const std::string& path) {
+// The CryptoMessage linked to the partition: the volume secret wrapped for an RSA key
+// (encryption/wrapped_key.hpp), as Apptainer finds it (cryptkey.getEncryptionKeyFromImage).
+std::string wrapped_secret_of(const sif::Image& image, const sif::Descriptor& partition) {
+  for (const sif::Descriptor& d : image.objects()) {
+    if (d.data_type != sif::DataType::CryptoMessage || d.linked_to_group() || d.linked_id() != partition.id) continue;
+    const sif::CryptoMessageInfo info = d.crypto_message();
+    if (info.format == sif::FormatType::Pem && info.message == sif::MessageType::RsaOaep) return image.read_object(d);
+  }
+  throw Error(image.path() + ": encrypted with a passphrase, not for an RSA key (give --passphrase, not --pem-path)");
+}
+
+// An encrypted partition, decrypted for this run; the plain squashfs as a descriptor.
+OpenedSquashfs open_encrypted(sif::Image image, const sif::Descriptor& primary, const ActionRequest& r,
+                              const std::string& work_dir) {
+  const std::string& path = image.path();
+  const sif::FsType fs = primary.partition().fs_type;
+  if (!r.site.allow_encrypted)
+    throw Error(path + ": encrypted images are not allowed by the administrator (`allow container encrypted = no`)");
+  if (fs == sif::FsType::EncryptedSquashfs)
+    // LUKS2 through dm-crypt, Apptainer's format for root and setuid builds. capsa runs
+    // without setuid and cannot assume a device mapper (many compute nodes, and
+    // containers, have none); decrypting LUKS2 in user space would mean carrying a
+    // second implementation of its key slots (Argon2, anti-forensic split) beside
+    // libcryptsetup, which itself only opens volumes through dm-crypt. Refused, with
+    // the way out: the gocryptfs format, which any user can run.
+    throw Error(path +
+                ": encrypted with LUKS2 (dm-crypt, FsType 5), which capsa cannot open without a device "
+                "mapper; rebuild it with `capsa build --encrypt` (gocryptfs), which runs unprivileged");
+  if (fs != sif::FsType::GocryptfsSquashfs)
+    throw FormatError(path + ": primary partition (object " + std::to_string(primary.id) + ") is " +
+                      std::string(sif::name_of(fs)) + ", not squashfs: capsa runs squashfs images");
+  if (!r.encryption_key)
+    throw Error(path +
+                ": the image is encrypted: give its key with --passphrase or --pem-path PRIVATE_KEY.pem "
+                "(or APPTAINER_ENCRYPTION_PASSPHRASE / APPTAINER_ENCRYPTION_PEM_PATH)");
+  const bool passphrase = r.encryption_key->kind == encryption::KeyMaterial::Kind::Passphrase;
+  if (!passphrase && !r.unwrap_key) throw Error(path + ": this capsa cannot open RSA-wrapped keys (run capsa-full)");
+  std::string secret =
+      passphrase ? r.encryption_key->passphrase : r.unwrap_key(wrapped_secret_of(image, primary), path);
+  SquashfsLocation outer{path, static_cast<std::uint64_t>(primary.offset), static_cast<std::uint64_t>(primary.size)};
+  outer.fd = image.fd();
+  DecryptedImage plain = decrypt_gocryptfs_partition(outer, secret, work_dir, path);
+  std::fill(secret.begin(), secret.end(), '\0');
+  SquashfsLocation location{"/proc/self/fd/" + std::to_string(plain.fd.get()), 0, plain.size};
+  location.fd = plain.fd.get();
+  std::optional<image::SquashfsFiles> files;
+  try {
+    files.emplace(squashfs::Reader(plain.fd.get(), 0, plain.size, path + ": decrypted partition"));
+    files->list_directory("/");
+  } catch (const FormatError& e) {
+    throw FormatError(std::string(e.what()) + " (the image is damaged or incomplete: copy, pull or build it again)");
+  }
+  location.opened = files->reader().image();
+  return {std::move(image), location, std::move(*files), std::move(plain.fd)};
+}
+
+OpenedSquashfs open_squashfs(const std::string& path, const ActionRequest& r, const std::string& work_dir) {
   sif::Image image = sif::Image::open(path);
   const sif::Descriptor* primary = image.primary_partition();
   if (primary == nullptr) throw FormatError(path + ": no primary system partition to run");
+  if (primary->partition().fs_type != sif::FsType::Squashfs) {
+    const sif::Descriptor partition = *primary;
+    return open_encrypted(std::move(image), partition, r, work_dir);
+  }
   if (primary->partition().fs_type != sif::FsType::Squashfs ||
       !squashfs::has_squashfs_magic(image.fd(), static_cast<std::uint64_t>(primary->offset)))
     throw FormatError(path + ": primary partition (object " + std::to_string(primary->id) + ") is " +
@@ -121,7 +183,7 @@ OpenedSquashfs open_squashfs(const std::string& path) {
     throw FormatError(std::string(e.what()) + " (the image is damaged or incomplete: copy, pull or build it again)");
   }
   location.opened = files->reader().image();  // capsa's FUSE server serves it as opened here
-  return {std::move(image), location, std::move(*files)};
+  return {std::move(image), location, std::move(*files), UniqueFd()};
 }
 
 // The text of a small regular file of the image (symlinks followed inside it), "" when it
@@ -331,7 +393,7 @@ void launch(const ActionRequest& r) {
   if (::stat(image.c_str(), &st) != 0) throw_errno(r.image);
   const bool sandbox = S_ISDIR(st.st_mode);
   std::optional<OpenedSquashfs> sif;
-  if (!sandbox) sif = open_squashfs(image);
+  if (!sandbox) sif = open_squashfs(image, r, session_mount_point());
   // Execution control judged one file: this run mounts that file, through the descriptor
   // opened here (image_mount.cpp), or nothing. A sandbox is compared by a path stat: no
   // list admits a sandbox by its signature, so one swapped for another is admitted alike,

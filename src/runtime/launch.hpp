@@ -7,11 +7,13 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "encryption/key_material.hpp"
 #include "runtime/bind_spec.hpp"
 #include "runtime/capabilities.hpp"
 #include "runtime/cgroups/cgroup_limits.hpp"
@@ -75,6 +77,12 @@ struct ActionRequest {
   SiteOptions site;                      // from the administrator's configuration (site_policy.hpp)
   // The file execution control judged (ecl/enforce.hpp): the run mounts that file or none.
   std::optional<FileIdentity> image_checked;
+  // --passphrase, --pem-path or their variables: the key of an encrypted SIF (docs/encryption.md).
+  std::optional<encryption::KeyMaterial> encryption_key;
+  // With a PEM key: opens the secret wrapped in the image's CryptoMessage (the PEM text)
+  // with it (encryption/wrapped_key.hpp). Set by capsa-full (cli/encryption_key_full.cpp):
+  // the lean runner links no OpenSSL and hands runs with a PEM key to capsa-full.
+  std::function<std::string(const std::string& wrapped, const std::string& image)> unwrap_key;
 };
 
 // Real root without a user namespace: the mounts are the host's own (loop devices,

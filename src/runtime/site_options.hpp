@@ -14,6 +14,7 @@ struct SiteOptions {
   bool minimal_dev = false;                                 // `mount dev = minimal`
   std::string memory_fs_type = "tmpfs";                     // `memory fs type`: tmpfs or ramfs
   unsigned long session_size_mib = 64;                      // `sessiondir max size`
+  bool allow_encrypted = true;                              // `allow container encrypted`
   bool kernel_squashfs = true;                              // `allow kernel squashfs`: root may loop-mount
   bool mount_slave = true;                                  // `mount slave`: host mounts propagate in
   unsigned long keep_image_seconds = 3;                     // `keep image seconds` (runtime/kept_image.hpp)

@@ -29,6 +29,8 @@ std::string_view name_of(FsType t) {
     case FsType::ImmuObj: return "Archive";
     case FsType::Raw: return "Raw";
     case FsType::EncryptedSquashfs: return "Encrypted squashfs";
+    case FsType::GocryptfsSquashfs:
+      return "Gocryptfs squashfs";
   }
   return "Unknown";
 }

@@ -41,7 +41,14 @@ enum class DataType : std::int32_t {
   OciBlob = 0x400B,
 };
 
-enum class FsType : std::int32_t { Squashfs = 1, Ext3 = 2, ImmuObj = 3, Raw = 4, EncryptedSquashfs = 5 };
+enum class FsType : std::int32_t {
+  Squashfs = 1,
+  Ext3 = 2,
+  ImmuObj = 3,
+  Raw = 4,
+  EncryptedSquashfs = 5,
+  GocryptfsSquashfs = 6
+};
 enum class PartType : std::int32_t { System = 1, PrimSys = 2, Data = 3, Overlay = 4 };
 enum class HashType : std::int32_t { Sha256 = 1, Sha384 = 2, Sha512 = 3, Blake2s256 = 4, Blake2b256 = 5 };
 enum class FormatType : std::int32_t { OpenPgp = 1, Pem = 2 };
