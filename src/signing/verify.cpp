@@ -280,13 +280,13 @@ class Verifier {
             fetched = true;
             if (fetch_into_trusted(key, sig_label)) continue;
           }
-          std::string message = sig_label;
-          message += " is signed by key ";
-          message += key;
-          message += ", which is not in the keyring";
-          if (fetched) message += " nor on the keyservers";
-          message += " (import the signer's public key with `capsa key import KEYFILE`)";
-          fail(message);
+          std::string why = sig_label;
+          why += " is signed by key ";
+          why += key;
+          why += ", which is not in the keyring";
+          if (fetched) why += " nor on the keyservers";
+          why += " (import the signer's public key with `capsa key import KEYFILE`)";
+          fail(why);
         } catch (const Error& e) {
           fail(sig_label + " is not valid: " + e.what());
         }
