@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <nlohmann/json.hpp>
@@ -150,8 +151,11 @@ InstanceRecord record_from_json(const std::string& text, const std::string& what
   }
 }
 
-InstanceStore InstanceStore::at(const std::string& user, const std::string& home, uid_t uid, bool create) {
-  const std::string base = uid == 0 ? "/var/lib/capsa/instances" : home + "/.capsa/instances";
+std::string InstanceStore::default_base(uid_t uid, const std::string& home) {
+  return uid == 0 ? "/var/lib/capsa/instances" : home + "/.capsa/instances";
+}
+
+InstanceStore InstanceStore::at(const std::string& base, const std::string& user, uid_t uid, bool create) {
   InstanceStore store;
   store.app_dir_ = base + "/app/" + host_name() + "/" + user;
   store.log_dir_ = base + "/logs/" + host_name() + "/" + user;
@@ -165,7 +169,10 @@ InstanceStore InstanceStore::at(const std::string& user, const std::string& home
 
 InstanceStore InstanceStore::for_caller() {
   const auto [user, home] = caller_name_and_home();
-  return at(user, home, ::getuid(), true);
+  for (const char* variable : {"APPTAINER_CONFIGDIR", "SINGULARITY_CONFIGDIR"})
+    if (const char* dir = std::getenv(variable); dir != nullptr && *dir == '/')
+      return at(std::string(dir) + "/instances", user, ::getuid(), true);
+  return at(default_base(::getuid(), home), user, ::getuid(), true);
 }
 
 InstanceStore InstanceStore::for_user(const std::string& user) {
@@ -173,7 +180,7 @@ InstanceStore InstanceStore::for_user(const std::string& user) {
   if (::getuid() != 0) throw Error("--user " + user + ": only root may act on another user's instances");
   passwd* pw = ::getpwnam(user.c_str());
   if (pw == nullptr) throw Error("--user " + user + ": no such user");
-  return at(pw->pw_name, pw->pw_dir, pw->pw_uid, false);  // root makes nothing in their home
+  return at(default_base(pw->pw_uid, pw->pw_dir), pw->pw_name, pw->pw_uid, false);  // root makes nothing there
 }
 
 std::optional<InstanceRecord> InstanceStore::find(const std::string& name) const {

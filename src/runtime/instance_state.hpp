@@ -46,7 +46,9 @@ void check_instance_name(const std::string& name);
 
 class InstanceStore {
  public:
-  // The calling user's store; its directories are made (0700) when missing.
+  // The calling user's store; its directories are made (0700) when missing. As Apptainer
+  // keeps instances in the user's configuration directory, $APPTAINER_CONFIGDIR
+  // ($SINGULARITY_CONFIGDIR) moves it to DIR/instances.
   static InstanceStore for_caller();
   // `user`'s store (root's -u/--user); "" is the caller's. Throws Error for anyone but
   // root, and for a user the user database does not know.
@@ -71,7 +73,10 @@ class InstanceStore {
  private:
   // The live records whose name (the file's, without ".json") `wanted` accepts, by name.
   std::vector<InstanceRecord> live_records(const std::function<bool(const std::string&)>& wanted) const;
-  static InstanceStore at(const std::string& user, const std::string& home, uid_t uid, bool create);
+  // The store under `base` (e.g. ~/.capsa/instances) for `user` on this host.
+  static InstanceStore at(const std::string& base, const std::string& user, uid_t uid, bool create);
+  // Where `uid`'s instances are kept unless the configuration directory is moved.
+  static std::string default_base(uid_t uid, const std::string& home);
   std::string app_dir_;
   std::string log_dir_;
   uid_t uid_ = 0;  // whose instances the store records

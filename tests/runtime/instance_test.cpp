@@ -222,16 +222,18 @@ TEST(Instance, StopSignalTimeoutForceAndAll) {
   ASSERT_EQ(capsa({"instance", "start", runtime::testing::busybox_sif(), a}).exit_code, 0);
   EXPECT_EQ(capsa({"instance", "stop", "-s", "10", a}).exit_code, 0);
   EXPECT_TRUE(listed(a).empty());
-  // --all: every instance of the caller. The records live under $HOME, so a home of the
-  // test's own keeps it from stopping what the root and user runs beside it started.
-  std::filesystem::create_directories(dir / "home");
-  const std::vector<std::string> own_home = {"HOME=" + (dir / "home")};
-  ASSERT_EQ(capsa({"instance", "start", runtime::testing::busybox_sif(), a}, own_home).exit_code, 0);
-  ASSERT_EQ(capsa({"instance", "start", runtime::testing::busybox_sif(), b}, own_home).exit_code, 0);
-  EXPECT_EQ(json::parse(capsa({"instance", "list", "--json"}, own_home).out)["instances"].size(), 2u);
-  auto all = capsa({"instance", "stop", "--all"}, own_home);
+  // --all: every instance of the caller. In a configuration directory of the test's own
+  // (APPTAINER_CONFIGDIR moves the records, as in Apptainer), so that it stops nothing
+  // the suites running beside it started as the same user.
+  std::filesystem::create_directories(dir / "config");
+  const std::vector<std::string> own_store = {"APPTAINER_CONFIGDIR=" + (dir / "config")};
+  ASSERT_EQ(capsa({"instance", "start", runtime::testing::busybox_sif(), a}, own_store).exit_code, 0);
+  ASSERT_EQ(capsa({"instance", "start", runtime::testing::busybox_sif(), b}, own_store).exit_code, 0);
+  EXPECT_EQ(json::parse(capsa({"instance", "list", "--json"}, own_store).out)["instances"].size(), 2u);
+  EXPECT_TRUE(listed(a).empty()) << "the records are in the configuration directory, not the default store";
+  auto all = capsa({"instance", "stop", "--all"}, own_store);
   EXPECT_EQ(all.exit_code, 0) << all.err;
-  EXPECT_TRUE(json::parse(capsa({"instance", "list", "--json"}, own_home).out)["instances"].empty());
+  EXPECT_TRUE(json::parse(capsa({"instance", "list", "--json"}, own_store).out)["instances"].empty());
   expect_nothing_left(image);
 }
 
