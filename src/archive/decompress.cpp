@@ -10,15 +10,12 @@
 #include <memory>
 #include <new>
 
+#include "archive/archive_reader.hpp"
 #include "util/error.hpp"
 #include "util/fd.hpp"
 
 namespace capsa::archive {
 namespace {
-
-struct ArchiveFree {
-  void operator()(struct archive* a) const { archive_read_free(a); }
-};
 
 }  // namespace
 
@@ -35,8 +32,7 @@ bool is_compressed_file(const std::string& path) {
 }
 
 void decompress_file(const std::string& path, const std::string& output) {
-  std::unique_ptr<struct archive, ArchiveFree> a(archive_read_new());
-  if (!a) throw std::bad_alloc();
+  ArchiveReader a = new_archive_reader();
   // Built-in decompressors only: never a filter that runs an external program.
   archive_read_support_filter_gzip(a.get());
   archive_read_support_filter_zstd(a.get());

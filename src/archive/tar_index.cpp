@@ -8,14 +8,11 @@
 #include <new>
 #include <sstream>
 
+#include "archive/archive_reader.hpp"
 #include "util/error.hpp"
 
 namespace capsa::archive {
 namespace {
-
-struct ArchiveFree {
-  void operator()(struct archive* a) const { archive_read_free(a); }
-};
 
 std::string error_of(struct archive* a) {
   const char* message = archive_error_string(a);
@@ -41,8 +38,7 @@ std::string normalize_member_name(const std::string& name) {
 }
 
 TarIndex::TarIndex(const std::string& path) : path_(path) {
-  std::unique_ptr<struct archive, ArchiveFree> a(archive_read_new());
-  if (!a) throw std::bad_alloc();
+  ArchiveReader a = new_archive_reader();
   // Compressed archives are recognised only to be refused by name: their members have
   // no byte range in the file to read in place.
   archive_read_support_filter_gzip(a.get());

@@ -21,12 +21,11 @@ constexpr std::size_t kReadBlock = 1 << 20;
 
 LayerReader::LayerReader(const LayerInput& input, std::string label)
     : label_(std::move(label)),
-      stream_(archive_read_new()),
-      tar_(archive_read_new()),
+      stream_(new_archive_reader()),
+      tar_(new_archive_reader()),
       stored_(input.blob_digest ? std::optional<oci::Hasher>(std::in_place,
                                                              input.blob_digest->substr(0, input.blob_digest->find(':')))
                                 : std::nullopt) {
-  if (!stream_ || !tar_) throw std::bad_alloc();
   file_ = UniqueFd(::open(input.path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!file_) throw SystemError(label_ + ": opening " + input.path, errno);
   if (input.range) {

@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 
+#include "archive/archive_reader.hpp"
 #include "convert/convert.hpp"
 #include "oci/digest.hpp"
 #include "util/fd.hpp"
@@ -61,10 +62,6 @@ class LayerReader {
   const std::string& label() const { return label_; }
 
  private:
-  struct ArchiveFree {
-    void operator()(archive* a) const { archive_read_free(a); }
-  };
-
   static la_ssize_t pull_decompressed(archive* tar, void* self, const void** buffer);
   static la_ssize_t read_stored(archive* stream, void* self, const void** buffer);
   std::size_t read_some(std::size_t max);
@@ -72,8 +69,8 @@ class LayerReader {
   void drain_rest();
 
   std::string label_;
-  std::unique_ptr<archive, ArchiveFree> stream_;  // decompression only ("raw" format)
-  std::unique_ptr<archive, ArchiveFree> tar_;     // tar parsing, fed from stream_
+  ArchiveReader stream_;  // decompression only ("raw" format)
+  ArchiveReader tar_;     // tar parsing, fed from stream_
   UniqueFd file_;
   std::uint64_t position_ = 0;  // next byte of the file to read
   std::uint64_t end_ = 0;       // one past the blob's last byte

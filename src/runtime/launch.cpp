@@ -161,15 +161,14 @@ OpenedSquashfs open_squashfs(const std::string& path, const ActionRequest& r, co
   sif::Image image = sif::Image::open(path);
   const sif::Descriptor* primary = image.primary_partition();
   if (primary == nullptr) throw FormatError(path + ": no primary system partition to run");
+  // Any other file system is an encrypted squashfs, or one capsa refuses (said there).
   if (primary->partition().fs_type != sif::FsType::Squashfs) {
     const sif::Descriptor partition = *primary;
     return open_encrypted(std::move(image), partition, r, work_dir);
   }
-  if (primary->partition().fs_type != sif::FsType::Squashfs ||
-      !squashfs::has_squashfs_magic(image.fd(), static_cast<std::uint64_t>(primary->offset)))
-    throw FormatError(path + ": primary partition (object " + std::to_string(primary->id) + ") is " +
-                      std::string(sif::name_of(primary->partition().fs_type)) +
-                      ", not squashfs: capsa runs squashfs images");
+  if (!squashfs::has_squashfs_magic(image.fd(), static_cast<std::uint64_t>(primary->offset)))
+    throw FormatError(path + ": primary partition (object " + std::to_string(primary->id) +
+                      ") is marked squashfs but is not squashfs: capsa runs squashfs images");
   SquashfsLocation location{path, static_cast<std::uint64_t>(primary->offset), static_cast<std::uint64_t>(primary->size)};
   location.fd = image.fd();
   // A damaged partition is found here, in one line, rather than as a mount failure (root)
