@@ -19,6 +19,7 @@
 #include "cli/refused_flags.hpp"
 #include "cli/registry_flags.hpp"
 #include "cli/site_config.hpp"
+#include "cli/used_options.hpp"
 #include "image/metadata.hpp"
 #include "runtime/bind_spec.hpp"
 #include "runtime/instance.hpp"
@@ -323,124 +324,109 @@ CLI::App* add_action(CLI::App& app, const std::string& name, const std::string& 
   auto flags = std::make_shared<ActionFlags>();
   auto* cmd = app.add_subcommand(name, description);
   cmd->prefix_command();  // IMAGE and what follows are not capsa's flags
-  cmd->add_option("-B,--bind", flags->binds, "SRC[:DEST[:ro|rw]], comma lists allowed (also APPTAINER_BIND)")
-      ->allow_extra_args(false);
-  cmd->add_option("--mount", flags->mounts, "[type=bind,]src=SRC,dst=DEST[,ro]: CSV, one mount a line (also APPTAINER_MOUNT)")->allow_extra_args(false);
-  cmd->add_flag("-c,--contain", flags->contain, "Empty /tmp, /var/tmp and home; minimal /dev");
-  cmd->add_flag("-C,--containall", flags->containall, "--contain plus --cleanenv and private PID and IPC namespaces");
-  cmd->add_flag("-e,--cleanenv", flags->cleanenv, "Do not pass the host environment");
-  cmd->add_option("--env", flags->env, "NAME=VALUE to set inside (repeatable)")->allow_extra_args(false);
-  cmd->add_option("--env-file", flags->env_files, "File of NAME=VALUE lines to set inside")->allow_extra_args(false);
-  cmd->add_flag("--no-home", flags->no_home, "Do not mount the home directory");
-  cmd->add_option("--no-mount", flags->no_mount,
-                  "Leave out system mounts: proc, sys, dev, devpts, tmp, home, cwd, hostfs, bind-paths, or a "
-                  "destination such as /etc/hosts (comma lists; also APPTAINER_NO_MOUNT)")
-      ->allow_extra_args(false);
-  cmd->add_option("-H,--home", flags->home, "Home directory: SRC[:DEST]");
-  cmd->add_option("--pwd,--cwd", flags->pwd, "Working directory inside the container");
-  cmd->add_option("-W,--workdir", flags->workdir, "Host directory backing /tmp and /var/tmp (and home with --contain)");
-  cmd->add_flag("--nv", flags->nv, "Bring in the host's NVIDIA driver, tools and devices (also APPTAINER_NV)");
-  cmd->add_flag("--nvccli", flags->nvccli, "Set up the NVIDIA driver with nvidia-container-cli (also APPTAINER_NVCCLI)");
-  cmd->add_flag("--rocm", flags->rocm, "Bring in the host's AMD ROCm driver, tools and devices (also APPTAINER_ROCM)");
-  cmd->add_option("--device", flags->devices,
-                  "CDI device VENDOR/CLASS=NAME (e.g. nvidia.com/gpu=all), repeatable or comma-separated")
-      ->allow_extra_args(false);
-  cmd->add_option("--cdi-dirs", flags->cdi_dirs,
-                  "Directories of CDI specs, comma-separated (default /etc/cdi,/var/run/cdi)")
-      ->allow_extra_args(false);
-  cmd->add_option("-o,--overlay", flags->overlays,
-                  "PATH[:ro]: a persistent layer over the image: a directory, an ext3 image (capsa overlay create), "
-                  "a squashfs image or a SIF's overlay partition; writable unless :ro (repeatable, comma lists; also "
-                  "APPTAINER_OVERLAY)")
-      ->allow_extra_args(false);
-  cmd->add_flag("--writable-tmpfs", flags->writable_tmpfs, "Let the container write, to a 64 MiB tmpfs discarded at exit");
-  cmd->add_flag("-w,--writable", flags->writable,
-                "Run a sandbox directory read-write, or write to a SIF's overlay partition (also APPTAINER_WRITABLE)");
-  cmd->add_flag("--allow-setuid", flags->allow_setuid,
-                "Root only: the image and the container's mounts without nosuid, and setuid programs take effect "
-                "(also APPTAINER_ALLOW_SETUID)");
-  cmd->add_flag("--underlay", flags->underlay,
-                "Root of binds of the image's entries on a tmpfs instead of an overlay (deprecated in Apptainer; "
-                "also APPTAINER_UNDERLAY)");
-  cmd->add_flag("-u,--userns", flags->userns, "Run in a user namespace also as root (anyone else always gets one)");
-  cmd->add_flag("-f,--fakeroot", flags->fakeroot,
-                "Run as root inside: uid 0 of a user namespace, through your subuid/subgid ranges or capsa's root "
-                "emulation (also APPTAINER_FAKEROOT)");
-  cmd->add_flag("--ignore-subuid", flags->ignore_subuid,
-                "With --fakeroot: do not use /etc/subuid and /etc/subgid ranges, emulate root instead");
-  cmd->add_flag("--ignore-fakeroot-command", flags->ignore_fakeroot_command,
-                "With --fakeroot: no root emulation where there are no ranges, only uid 0 mapped");
-  cmd->add_flag("--ignore-userns", flags->ignore_userns,
-                "No user namespace: root runs as root (--userns and --fakeroot then change nothing); refused to "
-                "anyone else (also APPTAINER_IGNORE_USERNS)");
-  cmd->add_flag("-d,--debug", flags->debug, "Print the mount plan");
-  cmd->add_flag("-q,--quiet", flags->quiet, "No progress output when a docker:// image is pulled first");
-  cmd->add_flag("-p,--pid", flags->pid, "Run in a new PID namespace (with a shim init as PID 1)");
-  cmd->add_flag("--no-pid", flags->no_pid, "Do not run in a new PID namespace (undoes --containall's)");
-  cmd->add_flag("--no-init", flags->no_init, "With --pid: no shim init, the command is PID 1");
-  cmd->add_flag("-i,--ipc", flags->ipc, "Run in a new IPC namespace");
-  cmd->add_flag("--uts", flags->uts, "Run in a new UTS namespace (host name of its own)");
-  cmd->add_option("--hostname", flags->hostname, "Set the container's host name (implies --uts)");
-  cmd->add_flag("-n,--net", flags->net, "Run in a new network namespace (the bridge network unless --network says)");
-  cmd->add_option("--network", flags->networks,
-                  "Networks, comma separated: none (a private loopback only), or CNI networks of the site's "
-                  "network/*.conflist (bridge, ptp, ...; root only)")
-      ->allow_extra_args(false);
-  cmd->add_option("--network-args", flags->network_args,
-                  "Arguments for the CNI networks: [NETWORK:]KEY=VALUE[;...], e.g. portmap=8080:80/tcp, IP=10.22.0.5, "
-                  "ipRange=10.22.1.0/24")
-      ->allow_extra_args(false);
-  cmd->add_option("--dns", flags->dns, "DNS servers, comma separated, for the container's resolv.conf")
-      ->allow_extra_args(false);
-  cmd->add_flag("--no-umask", flags->no_umask, "Use umask 0022 inside instead of the caller's");
-  cmd->add_flag("--no-eval", flags->no_eval, "Take --env/APPTAINERENV_ values literally, without shell evaluation");
-  cmd->add_flag("--compat", flags->compat,
-                "OCI/Docker-like: --containall --no-init --no-umask --no-eval --writable-tmpfs");
-  cmd->add_option("-S,--scratch", flags->scratch,
-                  "A fresh directory at this absolute path (comma lists): a tmpfs, or WORKDIR/scratch/PATH with -W")
-      ->allow_extra_args(false);
-  cmd->add_option("--containlibs", flags->containlibs, "Host libraries to bind into /.singularity.d/libs (comma lists)")
-      ->allow_extra_args(false);
-  cmd->add_flag("--keep-privs", flags->keep_privs, "Root keeps every capability (capsa's default for root)");
-  cmd->add_flag("--no-privs", flags->no_privs, "Root starts with no capability (--add-caps names the ones kept)");
-  cmd->add_option("--add-caps", flags->add_caps, "Capabilities root keeps with --no-privs, comma separated (root only)")
-      ->allow_extra_args(false);
-  cmd->add_option("--drop-caps", flags->drop_caps, "Capabilities to drop, comma separated (e.g. CAP_NET_RAW)")
-      ->allow_extra_args(false);
-  cmd->add_option("--security", flags->security, "seccomp:PROFILE.json: an OCI seccomp profile for the command")
-      ->allow_extra_args(false);
-  cmd->add_option("--netns-path", flags->netns_path, "Join this network namespace (root only), e.g. /run/netns/NAME");
-  cmd->add_flag("--unsquash", flags->unsquash,
-                "Run a SIF from a temporary sandbox unpacked from it (in --tmpdir), removed after the run");
-  cmd->add_flag("--disable-cache", flags->disable_cache,
-                "Pull a docker:// image into a temporary directory (in --tmpdir), removed after the run; the "
-                "cache is not used");
-  cmd->add_option("--tmpdir", flags->tmpdir,
-                  "Where --unsquash and --disable-cache put their temporary image (APPTAINER_TMPDIR, TMPDIR, /tmp)");
-  cmd->add_option("--app", flags->app, "Run this SCIF app of the image (its runscript, test, environment)");
-  cmd->add_flag("--no-nv", flags->no_nv, "Do not bring in the NVIDIA driver (undoes APPTAINER_NV)");
-  cmd->add_flag("--no-rocm", flags->no_rocm, "Do not bring in the ROCm driver (undoes APPTAINER_ROCM)");
-  cmd->add_flag("--sharens", flags->sharens,
-                "Share namespaces and the image mount with the other --sharens containers of the same parent process");
-  cmd->add_option("--fusemount", flags->fusemounts,
-                  "\"host:|container:PROGRAM [ARGS...] MOUNTPOINT\": mount a FUSE file system served by PROGRAM (the "
-                  "host's or the image's) at MOUNTPOINT in the container (repeatable)")
-      ->allow_extra_args(false);
-  cmd->add_option(
-      "--apply-cgroups", flags->apply_cgroups,
-      "Apply cgroup limits from this TOML file (Apptainer's cgroups.toml format; root, or a delegated cgroup)");
-  cmd->add_option("--cpus", flags->cpus, "CPUs the container may use, as a fraction (e.g. 1.5): cgroup cpu.max");
-  cmd->add_option("--cpu-shares", flags->cpu_shares, "Relative CPU weight (2 to 262144; cgroup cpu.weight)");
-  cmd->add_option("--cpuset-cpus", flags->cpuset_cpus, "CPUs the container may run on, e.g. 0-2,4");
-  cmd->add_option("--cpuset-mems", flags->cpuset_mems, "Memory nodes the container may use, e.g. 0");
-  cmd->add_option("--memory", flags->memory, "Memory limit, e.g. 512M or 2G (cgroup memory.max)");
-  cmd->add_option("--memory-reservation", flags->memory_reservation, "Memory soft limit, e.g. 256M (memory.low)");
-  cmd->add_option("--memory-swap", flags->memory_swap, "Memory plus swap limit, e.g. 1G; -1: unlimited swap");
-  cmd->add_flag("--oom-kill-disable", flags->oom_kill_disable, "Disable the OOM killer (cgroup v1 only)");
-  cmd->add_option("--pids-limit", flags->pids_limit, "Most processes and threads the container may have (pids.max)");
-  cmd->add_option("--blkio-weight", flags->blkio_weight, "Relative block I/O weight, 10 to 1000");
-  cmd->add_option("--blkio-weight-device", flags->blkio_weight_device, "DEVICE:WEIGHT, e.g. /dev/sda:500 (repeatable)")
-      ->allow_extra_args(false);
+  // In the runner only the flags the command line names (used_options.hpp).
+  UsedOptions opts(*cmd, args);
+  opts.list("-B,--bind", flags->binds, "SRC[:DEST[:ro|rw]], comma lists allowed (also APPTAINER_BIND)");
+  opts.list("--mount", flags->mounts,
+            "[type=bind,]src=SRC,dst=DEST[,ro]: CSV, one mount a line (also APPTAINER_MOUNT)");
+  opts.flag("-c,--contain", flags->contain, "Empty /tmp, /var/tmp and home; minimal /dev");
+  opts.flag("-C,--containall", flags->containall, "--contain plus --cleanenv and private PID and IPC namespaces");
+  opts.flag("-e,--cleanenv", flags->cleanenv, "Do not pass the host environment");
+  opts.list("--env", flags->env, "NAME=VALUE to set inside (repeatable)");
+  opts.list("--env-file", flags->env_files, "File of NAME=VALUE lines to set inside");
+  opts.flag("--no-home", flags->no_home, "Do not mount the home directory");
+  opts.list("--no-mount", flags->no_mount,
+            "Leave out system mounts: proc, sys, dev, devpts, tmp, home, cwd, hostfs, bind-paths, or a "
+            "destination such as /etc/hosts (comma lists; also APPTAINER_NO_MOUNT)");
+  opts.option("-H,--home", flags->home, "Home directory: SRC[:DEST]");
+  opts.option("--pwd,--cwd", flags->pwd, "Working directory inside the container");
+  opts.option("-W,--workdir", flags->workdir, "Host directory backing /tmp and /var/tmp (and home with --contain)");
+  opts.flag("--nv", flags->nv, "Bring in the host's NVIDIA driver, tools and devices (also APPTAINER_NV)");
+  opts.flag("--nvccli", flags->nvccli, "Set up the NVIDIA driver with nvidia-container-cli (also APPTAINER_NVCCLI)");
+  opts.flag("--rocm", flags->rocm, "Bring in the host's AMD ROCm driver, tools and devices (also APPTAINER_ROCM)");
+  opts.list("--device", flags->devices,
+            "CDI device VENDOR/CLASS=NAME (e.g. nvidia.com/gpu=all), repeatable or comma-separated");
+  opts.list("--cdi-dirs", flags->cdi_dirs, "Directories of CDI specs, comma-separated (default /etc/cdi,/var/run/cdi)");
+  opts.list("-o,--overlay", flags->overlays,
+            "PATH[:ro]: a persistent layer over the image: a directory, an ext3 image (capsa overlay create), "
+            "a squashfs image or a SIF's overlay partition; writable unless :ro (repeatable, comma lists; also "
+            "APPTAINER_OVERLAY)");
+  opts.flag("--writable-tmpfs", flags->writable_tmpfs, "Let the container write, to a 64 MiB tmpfs discarded at exit");
+  opts.flag("-w,--writable", flags->writable,
+            "Run a sandbox directory read-write, or write to a SIF's overlay partition (also APPTAINER_WRITABLE)");
+  opts.flag("--allow-setuid", flags->allow_setuid,
+            "Root only: the image and the container's mounts without nosuid, and setuid programs take effect "
+            "(also APPTAINER_ALLOW_SETUID)");
+  opts.flag("--underlay", flags->underlay,
+            "Root of binds of the image's entries on a tmpfs instead of an overlay (deprecated in Apptainer; "
+            "also APPTAINER_UNDERLAY)");
+  opts.flag("-u,--userns", flags->userns, "Run in a user namespace also as root (anyone else always gets one)");
+  opts.flag("-f,--fakeroot", flags->fakeroot,
+            "Run as root inside: uid 0 of a user namespace, through your subuid/subgid ranges or capsa's root "
+            "emulation (also APPTAINER_FAKEROOT)");
+  opts.flag("--ignore-subuid", flags->ignore_subuid,
+            "With --fakeroot: do not use /etc/subuid and /etc/subgid ranges, emulate root instead");
+  opts.flag("--ignore-fakeroot-command", flags->ignore_fakeroot_command,
+            "With --fakeroot: no root emulation where there are no ranges, only uid 0 mapped");
+  opts.flag("--ignore-userns", flags->ignore_userns,
+            "No user namespace: root runs as root (--userns and --fakeroot then change nothing); refused to "
+            "anyone else (also APPTAINER_IGNORE_USERNS)");
+  opts.flag("-d,--debug", flags->debug, "Print the mount plan");
+  opts.flag("-q,--quiet", flags->quiet, "No progress output when a docker:// image is pulled first");
+  opts.flag("-p,--pid", flags->pid, "Run in a new PID namespace (with a shim init as PID 1)");
+  opts.flag("--no-pid", flags->no_pid, "Do not run in a new PID namespace (undoes --containall's)");
+  opts.flag("--no-init", flags->no_init, "With --pid: no shim init, the command is PID 1");
+  opts.flag("-i,--ipc", flags->ipc, "Run in a new IPC namespace");
+  opts.flag("--uts", flags->uts, "Run in a new UTS namespace (host name of its own)");
+  opts.option("--hostname", flags->hostname, "Set the container's host name (implies --uts)");
+  opts.flag("-n,--net", flags->net, "Run in a new network namespace (the bridge network unless --network says)");
+  opts.list("--network", flags->networks,
+            "Networks, comma separated: none (a private loopback only), or CNI networks of the site's "
+            "network/*.conflist (bridge, ptp, ...; root only)");
+  opts.list("--network-args", flags->network_args,
+            "Arguments for the CNI networks: [NETWORK:]KEY=VALUE[;...], e.g. portmap=8080:80/tcp, IP=10.22.0.5, "
+            "ipRange=10.22.1.0/24");
+  opts.list("--dns", flags->dns, "DNS servers, comma separated, for the container's resolv.conf");
+  opts.flag("--no-umask", flags->no_umask, "Use umask 0022 inside instead of the caller's");
+  opts.flag("--no-eval", flags->no_eval, "Take --env/APPTAINERENV_ values literally, without shell evaluation");
+  opts.flag("--compat", flags->compat, "OCI/Docker-like: --containall --no-init --no-umask --no-eval --writable-tmpfs");
+  opts.list("-S,--scratch", flags->scratch,
+            "A fresh directory at this absolute path (comma lists): a tmpfs, or WORKDIR/scratch/PATH with -W");
+  opts.list("--containlibs", flags->containlibs, "Host libraries to bind into /.singularity.d/libs (comma lists)");
+  opts.flag("--keep-privs", flags->keep_privs, "Root keeps every capability (capsa's default for root)");
+  opts.flag("--no-privs", flags->no_privs, "Root starts with no capability (--add-caps names the ones kept)");
+  opts.list("--add-caps", flags->add_caps, "Capabilities root keeps with --no-privs, comma separated (root only)");
+  opts.list("--drop-caps", flags->drop_caps, "Capabilities to drop, comma separated (e.g. CAP_NET_RAW)");
+  opts.list("--security", flags->security, "seccomp:PROFILE.json: an OCI seccomp profile for the command");
+  opts.option("--netns-path", flags->netns_path, "Join this network namespace (root only), e.g. /run/netns/NAME");
+  opts.flag("--unsquash", flags->unsquash,
+            "Run a SIF from a temporary sandbox unpacked from it (in --tmpdir), removed after the run");
+  opts.flag("--disable-cache", flags->disable_cache,
+            "Pull a docker:// image into a temporary directory (in --tmpdir), removed after the run; the "
+            "cache is not used");
+  opts.option("--tmpdir", flags->tmpdir,
+              "Where --unsquash and --disable-cache put their temporary image (APPTAINER_TMPDIR, TMPDIR, /tmp)");
+  opts.option("--app", flags->app, "Run this SCIF app of the image (its runscript, test, environment)");
+  opts.flag("--no-nv", flags->no_nv, "Do not bring in the NVIDIA driver (undoes APPTAINER_NV)");
+  opts.flag("--no-rocm", flags->no_rocm, "Do not bring in the ROCm driver (undoes APPTAINER_ROCM)");
+  opts.flag("--sharens", flags->sharens,
+            "Share namespaces and the image mount with the other --sharens containers of the same parent process");
+  opts.list("--fusemount", flags->fusemounts,
+            "\"host:|container:PROGRAM [ARGS...] MOUNTPOINT\": mount a FUSE file system served by PROGRAM (the "
+            "host's or the image's) at MOUNTPOINT in the container (repeatable)");
+  opts.option("--apply-cgroups", flags->apply_cgroups,
+              "Apply cgroup limits from this TOML file (Apptainer's cgroups.toml format; root, or a delegated cgroup)");
+  opts.option("--cpus", flags->cpus, "CPUs the container may use, as a fraction (e.g. 1.5): cgroup cpu.max");
+  opts.option("--cpu-shares", flags->cpu_shares, "Relative CPU weight (2 to 262144; cgroup cpu.weight)");
+  opts.option("--cpuset-cpus", flags->cpuset_cpus, "CPUs the container may run on, e.g. 0-2,4");
+  opts.option("--cpuset-mems", flags->cpuset_mems, "Memory nodes the container may use, e.g. 0");
+  opts.option("--memory", flags->memory, "Memory limit, e.g. 512M or 2G (cgroup memory.max)");
+  opts.option("--memory-reservation", flags->memory_reservation, "Memory soft limit, e.g. 256M (memory.low)");
+  opts.option("--memory-swap", flags->memory_swap, "Memory plus swap limit, e.g. 1G; -1: unlimited swap");
+  opts.flag("--oom-kill-disable", flags->oom_kill_disable, "Disable the OOM killer (cgroup v1 only)");
+  opts.option("--pids-limit", flags->pids_limit, "Most processes and threads the container may have (pids.max)");
+  opts.option("--blkio-weight", flags->blkio_weight, "Relative block I/O weight, 10 to 1000");
+  opts.list("--blkio-weight-device", flags->blkio_weight_device, "DEVICE:WEIGHT, e.g. /dev/sda:500 (repeatable)");
   add_registry_flags(*cmd, flags->registry);
   add_encryption_flags(*cmd, flags->encryption, false);
   if (args != nullptr)
@@ -448,10 +434,10 @@ CLI::App* add_action(CLI::App& app, const std::string& name, const std::string& 
   else
     add_refused_flags(*cmd, refused_action_flags());
   if (name == "run")
-    cmd->add_option("--runscript-timeout", flags->runscript_timeout,
-                    "How long the environment scripts may take before the runscript starts, as 30s, 2m, 1h "
-                    "(default 1m; also APPTAINER_RUNSCRIPT_TIMEOUT)");
-  if (name == "shell") cmd->add_option("-s,--shell", flags->shell, "Shell to run (also APPTAINER_SHELL)");
+    opts.option("--runscript-timeout", flags->runscript_timeout,
+                "How long the environment scripts may take before the runscript starts, as 30s, 2m, 1h "
+                "(default 1m; also APPTAINER_RUNSCRIPT_TIMEOUT)");
+  if (name == "shell") opts.option("-s,--shell", flags->shell, "Shell to run (also APPTAINER_SHELL)");
   cmd->footer(
       "IMAGE is a SIF file, a sandbox directory, or docker://REF, oras://REF or library://REF (pulled into the cache\n"
       "first), or instance://NAME (a running instance of yours, joined).\n"

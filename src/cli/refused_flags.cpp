@@ -1,5 +1,7 @@
 #include "cli/refused_flags.hpp"
 
+#include "cli/used_options.hpp"
+
 #include "util/error.hpp"
 
 namespace capsa::cli {
@@ -28,17 +30,8 @@ void add_refused_flags(CLI::App& command, const std::vector<RefusedFlag>& flags)
 void add_refused_flags_in(CLI::App& command, const std::vector<RefusedFlag>& flags,
                           const std::vector<std::string>& args) {
   std::vector<RefusedFlag> named;
-  for (const RefusedFlag& flag : flags) {
-    std::string_view names = flag.names;
-    bool found = false;
-    while (!names.empty() && !found) {
-      std::string_view name = names.substr(0, names.find(','));
-      names.remove_prefix(std::min(names.size(), name.size() + 1));
-      for (const std::string& arg : args)
-        if (arg == name || (arg.size() > name.size() && arg.starts_with(name) && arg[name.size()] == '=')) found = true;
-    }
-    if (found) named.push_back(flag);
-  }
+  for (const RefusedFlag& flag : flags)
+    if (names_used(flag.names, args)) named.push_back(flag);
   add_refused_flags(command, named);
 }
 

@@ -18,9 +18,9 @@ struct RefusedFlag {
 // "--fakeroot is not supported (why)" before the command runs.
 void add_refused_flags(CLI::App& command, const std::vector<RefusedFlag>& flags);
 
-// The lean runner's version: registers only those of `flags` that `args` name (as FLAG or
-// FLAG=VALUE). Every container start parses the command line, and registering the forty
-// flags capsa refuses costs more than parsing the few a command line holds.
+// The lean runner's version: registers only those of `flags` that `args` name
+// (cli/used_options.hpp's names_used). Every container start parses the command line, and
+// registering the forty flags capsa refuses costs more than parsing the few it holds.
 void add_refused_flags_in(CLI::App& command, const std::vector<RefusedFlag>& flags,
                           const std::vector<std::string>& args);
 
