@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -273,12 +274,16 @@ void ContainerCgroup::join() const {
 
 void join_cgroups_of(pid_t pid) {
   const std::string table = read_text("/proc/" + std::to_string(pid) + "/cgroup");
-  const std::vector<Hierarchy> hierarchies = mounted_hierarchies();
+  // Read when a line names a cgroup of capsa's: most instances (every kept image) have
+  // none, and parsing the mount table is a good part of a join's time.
+  std::optional<std::vector<Hierarchy>> mounted;
   for (const std::string& line : split(table, '\n')) {
     const auto first = line.find(':'), second = line.find(':', first + 1);
     if (second == std::string::npos) continue;
     const std::string path = line.substr(second + 1);
     if (path.substr(path.rfind('/') + 1).rfind(kCgroupPrefix, 0) != 0) continue;
+    if (!mounted) mounted = mounted_hierarchies();
+    const std::vector<Hierarchy>& hierarchies = *mounted;
     const std::string names = line.substr(first + 1, second - first - 1);
     for (const Hierarchy& h : hierarchies) {
       bool match = names.empty() ? h.v2 : false;
