@@ -1,7 +1,6 @@
 #include "cli/refused_flags.hpp"
 
 #include "cli/used_options.hpp"
-
 #include "util/error.hpp"
 
 namespace capsa::cli {
