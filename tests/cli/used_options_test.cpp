@@ -29,27 +29,50 @@ TEST(NamesUsed, ALetterAloneAttachedOrCombined) {
   EXPECT_FALSE(names_used("-c,--contain", {"exec", "img.sif", "cat"}));
 }
 
+// What a command line sets when parsed, with the options `args` selects (nullptr: all).
+struct Parsed {
+  std::size_t options = 0;
+  std::vector<std::string> binds;
+  bool contain = false, cleanenv = false, nv = false;
+  std::vector<std::string> remaining;
+};
+
+Parsed parse_with(const Args& line, const Args* args) {
+  CLI::App app;
+  app.prefix_command();
+  Parsed p;
+  UsedOptions opts(app, args);
+  opts.list("-B,--bind", p.binds, "binds");
+  opts.flag("-c,--contain", p.contain, "contain");
+  opts.flag("-e,--cleanenv", p.cleanenv, "cleanenv");
+  opts.flag("--nv", p.nv, "nv");
+  p.options = app.get_options().size();
+  std::vector<std::string> reversed(line.rbegin(), line.rend());
+  app.parse(reversed);
+  p.remaining = app.remaining();
+  return p;
+}
+
 // Each option a command line may use is set up, so that its parse is the same as with
 // every option; the others are not.
 TEST(UsedOptions, SetsUpWhatTheCommandLineNamesAndParsesItAsTheFullSetDoes) {
-  const Args args = {"--bind", "/a:/b", "-ce", "img.sif", "true"};
-  CLI::App app;
-  std::vector<std::string> binds;
-  bool contain = false, cleanenv = false, nv = false;
-  UsedOptions opts(app, &args);
-  opts.list("-B,--bind", binds, "binds");
-  opts.flag("-c,--contain", contain, "contain");
-  opts.flag("-e,--cleanenv", cleanenv, "cleanenv");
-  opts.flag("--nv", nv, "nv");
-  EXPECT_EQ(app.get_options().size(), 4u) << "help and the three named";
-  EXPECT_EQ(app.get_option_no_throw("--nv"), nullptr);
-  app.prefix_command();
-  std::vector<std::string> reversed(args.rbegin(), args.rend());
-  app.parse(reversed);
-  EXPECT_EQ(binds, std::vector<std::string>{"/a:/b"});
-  EXPECT_TRUE(contain);
-  EXPECT_TRUE(cleanenv);
-  EXPECT_EQ(app.remaining(), (std::vector<std::string>{"img.sif", "true"}));
+  for (const Args& line : {Args{"--bind", "/a:/b", "-ce", "img.sif", "true"}, Args{"-B/a:/b", "img.sif", "-e"},
+                           Args{"--nv", "img.sif", "--bind", "x"}}) {
+    SCOPED_TRACE(line.front());
+    const Parsed some = parse_with(line, &line), all = parse_with(line, nullptr);
+    EXPECT_LT(some.options, all.options) << "an unnamed flag is left out";
+    EXPECT_EQ(some.binds, all.binds);
+    EXPECT_EQ(some.contain, all.contain);
+    EXPECT_EQ(some.cleanenv, all.cleanenv);
+    EXPECT_EQ(some.nv, all.nv);
+    EXPECT_EQ(some.remaining, all.remaining);
+  }
+  const Args line = {"--bind", "/a:/b", "-ce", "img.sif", "true"};
+  const Parsed some = parse_with(line, &line);
+  EXPECT_EQ(some.options, 4u) << "help and the three named";
+  EXPECT_EQ(some.binds, Args{"/a:/b"});
+  EXPECT_TRUE(some.contain && some.cleanenv && !some.nv);
+  EXPECT_EQ(some.remaining, (Args{"img.sif", "true"}));
 }
 
 TEST(UsedOptions, HelpOrNoArgumentsSetUpEveryOption) {
