@@ -46,33 +46,33 @@ void await_server(const SquashfsLocation& image, const std::string& target, cons
   }
 }
 
-// Starts the process that serves `fuse`; `serve` runs there and returns its exit
-// status. The parent closes its copy of the connection, so that only the server holds
-// it: if the server dies, the kernel aborts the mount and accesses fail with ENOTCONN
-// instead of waiting forever. The server must live as long as the container, and is no
-// child of it (util/detached_child.hpp: a command that waits for all its children would
-// wait for it forever); its parent-death signal ends it with the container. Returns the
-// process that starts it, to be reaped once the server answers (await_image): the forks
-// between here and the server happen while the caller carries on.
+// The server process's work: standard input and output to /dev/null, none of the
+// caller's environment, then `serve`, whose failure is logged.
 template <typename Serve>
-Process start_server(UniqueFd fuse, const SquashfsLocation& image, const std::string& target, const char* name,
-                     bool wait, Serve&& serve) {
-  Process starter = DetachedChild::start_unreported(
-      [&] {
-        int null_fd = ::open("/dev/null", O_RDWR);
-        if (null_fd >= 0) {
-          ::dup2(null_fd, STDIN_FILENO);
-          ::dup2(null_fd, STDOUT_FILENO);
-        }
-        wipe_inherited_environment();
-        try {
-          return serve(fuse.get());
-        } catch (const std::exception& e) {
-          log::error({"FUSE server (", name, ") failed: ", e.what()});
-        }
-        return 1;
-      },
-      {.parent_death_signal = SIGKILL, .name = "the FUSE server"});
+int run_server(const char* name, Serve&& serve) {
+  int null_fd = ::open("/dev/null", O_RDWR);
+  if (null_fd >= 0) {
+    ::dup2(null_fd, STDIN_FILENO);
+    ::dup2(null_fd, STDOUT_FILENO);
+  }
+  wipe_inherited_environment();
+  try {
+    return serve();
+  } catch (const std::exception& e) {
+    log::error({"FUSE server (", name, ") failed: ", e.what()});
+  }
+  return 1;
+}
+
+// `starter` starts the process that serves `fuse`. The parent closes its copy of the
+// connection, so that only the server holds it: if the server dies, the kernel aborts
+// the mount and accesses fail with ENOTCONN instead of waiting forever. The server must
+// live as long as the container, and is no child of it (util/detached_child.hpp: a
+// command that waits for all its children would wait for it forever). Returns the
+// starter, to be reaped once the server answers (await_image): the forks between here
+// and the server happen while the caller carries on.
+Process server_started(Process starter, UniqueFd fuse, const SquashfsLocation& image, const std::string& target,
+                       const char* name, bool wait) {
   fuse.reset();
   if (wait) {
     await_server(image, target, name);
@@ -90,20 +90,28 @@ Process mount_with_squashfuse(const SquashfsLocation& image, const std::string& 
     throw Error("squashfuse_ll was not found on PATH (CAPSA_FUSE=squashfuse mounts images with it: "
                 "install the squashfuse package, or unset CAPSA_FUSE for capsa's own server)");
   UniqueFd fuse = mount_fuse(target, "squashfuse", kImageMountFlags);
-  return start_server(std::move(fuse), image, target, "squashfuse_ll", wait, [&](int fd) {
-    ::fcntl(fd, F_SETFD, 0);  // squashfuse_ll inherits the connection
-    std::string offset = "offset=" + std::to_string(image.offset);
-    std::string mountpoint = "/dev/fd/" + std::to_string(fd);
-    // A clean environment (start_server wiped the inherited one): the server needs
-    // nothing from the caller's, which may hold registry passwords.
-    std::string path_entry = "PATH=" + path;
-    char* clean_environment[] = {path_entry.data(), nullptr};
-    std::array<const char*, 7> argv = {"squashfuse_ll", "-f", "-o", offset.c_str(), image.file.c_str(),
-                                       mountpoint.c_str(), nullptr};
-    ::execve(program.c_str(), const_cast<char* const*>(argv.data()), clean_environment);
-    log::error({"cannot run ", program, ": ", std::strerror(errno), " (install the squashfuse package, or unset CAPSA_FUSE)"});
-    return 127;
-  });
+  const int fd = fuse.get();
+  // squashfuse_ll ends on its parent-death signal, from the watcher, with the container.
+  Process starter = DetachedChild::start_unreported(
+      [&] {
+        return run_server("squashfuse_ll", [&] {
+          ::fcntl(fd, F_SETFD, 0);  // squashfuse_ll inherits the connection
+          std::string offset = "offset=" + std::to_string(image.offset);
+          std::string mountpoint = "/dev/fd/" + std::to_string(fd);
+          // A clean environment (run_server wiped the inherited one): the server needs
+          // nothing from the caller's, which may hold registry passwords.
+          std::string path_entry = "PATH=" + path;
+          char* clean_environment[] = {path_entry.data(), nullptr};
+          std::array<const char*, 7> argv = {"squashfuse_ll",    "-f",   "-o", offset.c_str(), image.file.c_str(),
+                                             mountpoint.c_str(), nullptr};
+          ::execve(program.c_str(), const_cast<char* const*>(argv.data()), clean_environment);
+          log::error({"cannot run ", program, ": ", std::strerror(errno),
+                      " (install the squashfuse package, or unset CAPSA_FUSE)"});
+          return 127;
+        });
+      },
+      {.parent_death_signal = SIGKILL, .name = "the FUSE server"});
+  return server_started(std::move(starter), std::move(fuse), image, target, "squashfuse_ll", wait);
 }
 
 Process mount_with_builtin_server(const SquashfsLocation& image, const std::string& target, bool wait) {
@@ -114,7 +122,12 @@ Process mount_with_builtin_server(const SquashfsLocation& image, const std::stri
   else
     server.emplace(image.file, image.offset, image.size);
   UniqueFd fuse = mount_fuse(target, "capsa", kImageMountFlags);
-  return start_server(std::move(fuse), image, target, "capsa", wait, [&](int fd) { return server->serve(fd); });
+  const int fd = fuse.get();
+  // The server watches the container itself, and exits once it has ended.
+  Process starter = DetachedChild::start_watching_itself(
+      [&](const EndWatch& container) { return run_server("capsa", [&] { return server->serve(fd, &container); }); },
+      "the FUSE server");
+  return server_started(std::move(starter), std::move(fuse), image, target, "capsa", wait);
 }
 
 }  // namespace

@@ -1,7 +1,6 @@
 #define FUSE_USE_VERSION 312
 #include "squashfs/fuse_server.hpp"
 
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <fuse3/fuse_lowlevel.h>
 #include <signal.h>
@@ -34,6 +33,7 @@
 #include "squashfs/directory_entries.hpp"
 #include "squashfs/image.hpp"
 #include "squashfs/request_stats.hpp"
+#include "squashfs/request_threads.hpp"
 #include "squashfs/sqfs_handles.hpp"
 #include "squashfs/window_file.hpp"
 #include "util/error.hpp"
@@ -657,18 +657,11 @@ fuse_session* FuseImage::new_session() {
   return session;
 }
 
-int FuseImage::serve(int fuse_fd) {
+int FuseImage::serve(int fuse_fd, const EndWatch* container) {
   // The container's process group gets the terminal's and the batch system's signals;
   // the container decides what to do with them and still needs its files meanwhile.
   for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGTSTP, SIGTTIN, SIGTTOU, SIGUSR1, SIGUSR2})
     ::signal(sig, SIG_IGN);
-
-  // libfuse ends its worker threads with pthread_cancel, for which glibc loads
-  // libgcc_s.so.1 on first use; by then the container's pivot_root may have made the
-  // image this process's root, without that library, and glibc aborts with
-  // "libgcc_s.so.1 must be installed for pthread_cancel to work" on stderr (seen when the
-  // connection ended before the parent-death signal came). Loaded now, from the host.
-  ::dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_NODELETE);
   fuse_session* session = new_session();
   if (session == nullptr) return 1;
   // libfuse takes a mounted connection as "/dev/fd/N" and skips mounting.
@@ -677,19 +670,16 @@ int FuseImage::serve(int fuse_fd) {
     fuse_session_destroy(session);
     return 1;
   }
-  // The kernel's INIT is answered here, before any worker thread exists: a container's
-  // first access waits for it, and libfuse's loop would start two threads first.
+  // The kernel's INIT first, before any other thread exists: a container's first access
+  // waits for it.
   fuse_buf init{};
   if (fuse_session_receive_buf(session, &init) > 0) fuse_session_process_buf(session, &init);
   std::free(init.mem);
-  fuse_loop_config* config = fuse_loop_cfg_create();
-  fuse_loop_cfg_set_max_threads(config, kMaxThreads);
-  int ret = fuse_session_loop_mt(session, config);
-  fuse_loop_cfg_destroy(config);
+  answer_requests(session, kMaxThreads, container);
   // No fuse_session_unmount: the connection was not mounted by libfuse, and when the
-  // loop ends the kernel has already dropped it.
+  // threads end the kernel has already dropped it.
   fuse_session_destroy(session);
-  return ret == 0 ? 0 : 1;
+  return 0;
 }
 
 }  // namespace capsa::squashfs

@@ -9,13 +9,18 @@
 // time, and it exits on SIGINT/SIGTERM (libfuse's default handlers) while the container
 // it serves may still be running. This server answers requests from a pool of threads
 // that share an inode table, a directory table and a cache of decompressed blocks, and
-// only ends when the kernel ends the connection (unmount) or its parent dies.
+// only ends when the kernel ends the connection (unmount) or the container it serves
+// ends.
 
 #include <cstdint>
 #include <memory>
 #include <string>
 
 struct fuse_session;
+
+namespace capsa {
+class EndWatch;
+}
 
 namespace capsa::squashfs {
 
@@ -39,8 +44,9 @@ class FuseImage {
   // (mount(2) with fd=N), until the kernel ends it. Returns the process exit status
   // to use (0 when the connection ended normally). Meant for a child process: it starts
   // threads, and it ignores the terminal and termination signals that reach the
-  // container's process group (the parent-death signal is what ends it early).
-  int serve(int fuse_fd);
+  // container's process group. When `container` ends first, the process exits at once
+  // (request_threads.hpp); without one, a parent-death signal must end it early.
+  int serve(int fuse_fd, const EndWatch* container = nullptr);
 
   // A libfuse session over this image whose requests the caller feeds in itself
   // (fuse_session_custom_io, then fuse_session_process_buf for each), with no kernel

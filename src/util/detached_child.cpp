@@ -118,6 +118,16 @@ Process DetachedChild::start_unreported(const std::function<int()>& body, const 
   return fork_starter(body, options, -1, -1);
 }
 
+Process DetachedChild::start_watching_itself(const std::function<int(const EndWatch&)>& body, const char* name) {
+  const EndWatch container = EndWatch::of_this_process();
+  return Process::start(
+      [&] {
+        Process::start([&] { return body(container); }, {.name = name}).release();
+        return 0;
+      },
+      {.name = "a detached process"});
+}
+
 EndWatch EndWatch::of_this_process() { return of(::getpid()); }
 
 EndWatch EndWatch::of(pid_t pid) {

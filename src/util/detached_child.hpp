@@ -19,6 +19,8 @@
 
 namespace capsa {
 
+class EndWatch;
+
 class DetachedChild {
  public:
   // Runs `body` (returning its exit status) in the server process; `options` apply to it
@@ -31,6 +33,13 @@ class DetachedChild {
   // command inherits it as a zombie child; destroying it unreaped kills it, and the
   // server may then never start.
   static Process start_unreported(const std::function<int()>& body, const ChildOptions& options);
+
+  // For a server that watches this process itself: `body` gets the watch and must end
+  // once it tells this process has ended. There is no watcher, so the server exists one
+  // fork sooner: the process returned forks it and ends at once (the server is an
+  // orphan from birth, with no parent-death signal), and the caller reaps that process
+  // before it execs, as with start_unreported.
+  static Process start_watching_itself(const std::function<int(const EndWatch&)>& body, const char* name);
 
   pid_t pid() const { return pid_; }
   // How the server ended, if it has (never blocks).

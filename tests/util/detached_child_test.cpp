@@ -1,5 +1,6 @@
 // DetachedChild (util/detached_child.hpp): a server that is no child of its starter,
-// reports how it ended, and goes with its starter's end through its parent-death signal.
+// reports how it ended, and goes with its starter's end through its parent-death signal
+// or, started to watch for that itself, through its own watch.
 #include "util/detached_child.hpp"
 
 #include <gtest/gtest.h>
@@ -86,6 +87,53 @@ TEST(DetachedChild, EndsWithItsStarterThroughItsParentDeathSignal) {
   EXPECT_TRUE(alive(server)) << "the server runs while its starter does";
   int status = 0;
   ASSERT_EQ(::waitpid(starter, &status, 0), starter);
+  EXPECT_TRUE(ends_within(server, std::chrono::seconds(5))) << "the server outlived its starter";
+}
+
+// The lighter start (capsa's own FUSE server): no watcher, so the server is no child of
+// the process that started it, and it is the server's own watch that tells it when that
+// process (the container's command) has ended.
+TEST(DetachedChild, WatchingItselfIsNoChildAndSeesItsStarterEnd) {
+  int report[2], go[2];
+  ASSERT_EQ(::pipe(report), 0);
+  ASSERT_EQ(::pipe(go), 0);
+  pid_t starter = ::fork();
+  ASSERT_GE(starter, 0);
+  if (starter == 0) {
+    ::close(report[0]);
+    ::close(go[1]);
+    Process first_fork = DetachedChild::start_watching_itself(
+        [&](const EndWatch& container) {
+          const pid_t self = ::getpid(), parent = parent_of(self);
+          if (::write(report[1], &self, sizeof self) != sizeof self) return 1;
+          if (::write(report[1], &parent, sizeof parent) != sizeof parent) return 1;
+          container.await();
+          const char ended = 'E';
+          return ::write(report[1], &ended, 1) == 1 ? 0 : 1;
+        },
+        "a test server");
+    const bool reaped = first_fork.wait().success();  // before the exec, as a container does
+    char byte = 0;
+    const bool told = ::read(go[0], &byte, 1) == 0;  // the test closed its end: time to end
+    ::_exit(reaped && told ? 0 : 1);
+  }
+  ::close(report[1]);
+  ::close(go[0]);
+  pid_t server = -1, its_parent = -1;
+  ASSERT_EQ(::read(report[0], &server, sizeof server), static_cast<ssize_t>(sizeof server));
+  ASSERT_EQ(::read(report[0], &its_parent, sizeof its_parent), static_cast<ssize_t>(sizeof its_parent));
+  EXPECT_NE(its_parent, starter) << "the server is a child of the process it serves";
+  pollfd ready{report[0], POLLIN, 0};
+  EXPECT_EQ(::poll(&ready, 1, 50), 0) << "the server's watch ended while its starter ran";
+  ::close(go[1]);
+  int status = 0;
+  ASSERT_EQ(::waitpid(starter, &status, 0), starter);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the first fork was not reaped";
+  ASSERT_EQ(::poll(&ready, 1, 5000), 1) << "the server's watch did not see its starter end within 5 s";
+  char got = 0;
+  EXPECT_EQ(::read(report[0], &got, 1), 1);
+  EXPECT_EQ(got, 'E');
+  ::close(report[0]);
   EXPECT_TRUE(ends_within(server, std::chrono::seconds(5))) << "the server outlived its starter";
 }
 

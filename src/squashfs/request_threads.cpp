@@ -1,0 +1,104 @@
+#define FUSE_USE_VERSION 312
+#include "squashfs/request_threads.hpp"
+
+#include <fuse3/fuse_lowlevel.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <mutex>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "util/detached_child.hpp"
+
+namespace capsa::squashfs {
+namespace {
+
+// Ends the process once `container` has ended, from a thread of its own.
+void exit_with(const EndWatch& container) {
+  std::thread([&container] {
+    container.await();
+    ::_exit(0);
+  }).detach();
+}
+
+// Waits for the first request (true), or the container's end (false).
+bool first_request_before_end(fuse_session* session, const EndWatch& container) {
+  pollfd fds[2] = {{fuse_session_fd(session), POLLIN, 0}, {container.poll_fd(), POLLIN, 0}};
+  while (::poll(fds, 2, -1) < 0 && errno == EINTR) {
+  }
+  return (fds[1].revents & POLLIN) == 0;
+}
+
+class RequestThreads {
+ public:
+  RequestThreads(fuse_session* session, unsigned max_threads) : session_(session), max_threads_(max_threads) {}
+
+  // The loop of every thread. The caller's thread runs it first, with the container to
+  // watch: the thread that does is started after the first request is answered, not
+  // before (it would delay that answer, which a container's start waits for).
+  void serve(const EndWatch* container = nullptr) {
+    fuse_buf buffer{};
+    for (;;) {
+      idle_.fetch_add(1);
+      const int got = fuse_session_receive_buf(session_, &buffer);
+      const bool every_thread_busy = idle_.fetch_sub(1) == 1;
+      if (got == -EINTR || got == -EAGAIN) continue;
+      if (got <= 0) break;  // 0 after ENODEV: the connection has ended
+      fuse_session_process_buf(session_, &buffer);
+      if (container != nullptr) exit_with(*std::exchange(container, nullptr));
+      if (every_thread_busy) start_another();
+      if (fuse_session_exited(session_)) break;
+    }
+    std::free(buffer.mem);
+  }
+
+  void join_the_others() {
+    for (;;) {
+      std::vector<std::thread> started;
+      {
+        std::lock_guard lock(mutex_);
+        ended_ = true;  // no thread starts after this
+        started.swap(started_);
+      }
+      if (started.empty()) return;
+      for (std::thread& thread : started) thread.join();
+    }
+  }
+
+ private:
+  void start_another() {
+    std::lock_guard lock(mutex_);
+    if (ended_ || threads_ >= max_threads_) return;
+    ++threads_;
+    started_.emplace_back([this] { serve(); });
+  }
+
+  fuse_session* const session_;
+  const unsigned max_threads_;
+  std::atomic<unsigned> idle_{0};  // threads waiting in read(2) for a request
+  std::mutex mutex_;               // guards what follows
+  unsigned threads_ = 1;           // the caller's included
+  bool ended_ = false;
+  std::vector<std::thread> started_;
+};
+
+}  // namespace
+
+void answer_requests(fuse_session* session, unsigned max_threads, const EndWatch* container) {
+  if (container != nullptr && container->poll_fd() < 0) {
+    // No pidfd (a kernel before 5.3): the thread polls /proc from the start.
+    exit_with(*std::exchange(container, nullptr));
+  } else if (container != nullptr && !first_request_before_end(session, *container)) {
+    ::_exit(0);
+  }
+  RequestThreads threads(session, max_threads);
+  threads.serve(container);
+  threads.join_the_others();
+}
+
+}  // namespace capsa::squashfs
