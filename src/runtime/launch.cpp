@@ -25,6 +25,7 @@
 #include "runtime/action_script.hpp"
 #include "runtime/action_without_shell.hpp"
 #include "runtime/cgroups/container_cgroup.hpp"
+#include "runtime/command_prefetch.hpp"
 #include "runtime/container_exec.hpp"
 #include "runtime/container_root.hpp"
 #include "runtime/encrypted_image.hpp"
@@ -588,6 +589,13 @@ void launch(const ActionRequest& r) {
   if (sif) await_image(mounted, sif->location, image_root);
   if (mounted.driver != MountDriver::KernelLoop) list_once(image_root);
   phases::mark("image-ready");
+  // Read while the root is built (command_prefetch.hpp); done before anything that
+  // needs this process to have one thread (private namespaces).
+  CommandPrefetch prefetch;
+  if (sif && r.action == "exec" && !r.args.empty()) {
+    const auto path = env.process.find("PATH");
+    prefetch = CommandPrefetch::start(image_root, r.args[0], path == env.process.end() ? "" : path->second);
+  }
   RootLayout layout;
   layout.session = session_point;
   layout.writable_tmpfs = writable_tmpfs;
@@ -607,6 +615,7 @@ void launch(const ActionRequest& r) {
   // The FUSE servers stay outside: the limits are the container's, not capsa's helpers'.
   if (cgroup) cgroup->join();
   build_root_and_enter(layout, plan, files, before_enter);
+  prefetch.finish();
   if (!fuse_mounts.empty()) fuse_mounts.mount_all();
   phases::mark("root-entered");
   if (namespaces.any()) enter_private_namespaces(namespaces);

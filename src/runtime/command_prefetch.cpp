@@ -1,0 +1,94 @@
+#include "runtime/command_prefetch.hpp"
+
+#include <elf.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <optional>
+
+#include "util/fd.hpp"
+#include "util/open_in_root.hpp"
+
+namespace capsa::runtime {
+namespace {
+
+// Of one file: enough for the parts of a large program that its start touches first,
+// without reading all of a 500 MB one.
+constexpr off_t kReadAheadLimit = 16 << 20;
+
+// The regular file at `path` in the image; no FIFO is opened for reading (it would block).
+UniqueFd open_program(int root, const std::string& path) {
+  UniqueFd fd(open_in_root(root, path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+  struct stat st {};
+  if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return {};
+  return fd;
+}
+
+void read_ahead(int fd) {
+  struct stat st {};
+  if (::fstat(fd, &st) == 0) ::posix_fadvise(fd, 0, std::min<off_t>(st.st_size, kReadAheadLimit), POSIX_FADV_WILLNEED);
+}
+
+// The PT_INTERP of a 64-bit ELF program (its first page is read for it), if it has one.
+std::optional<std::string> interpreter_of(int fd) {
+  Elf64_Ehdr header{};
+  if (::pread(fd, &header, sizeof header, 0) != static_cast<ssize_t>(sizeof header) ||
+      std::memcmp(header.e_ident, ELFMAG, SELFMAG) != 0 || header.e_ident[EI_CLASS] != ELFCLASS64 ||
+      header.e_phentsize != sizeof(Elf64_Phdr) || header.e_phnum > 64)
+    return std::nullopt;
+  for (unsigned i = 0; i < header.e_phnum; ++i) {
+    Elf64_Phdr segment{};
+    if (::pread(fd, &segment, sizeof segment, static_cast<off_t>(header.e_phoff + i * sizeof segment)) !=
+        static_cast<ssize_t>(sizeof segment))
+      return std::nullopt;
+    if (segment.p_type != PT_INTERP) continue;
+    if (segment.p_filesz < 2 || segment.p_filesz > 4096) return std::nullopt;
+    std::string name(segment.p_filesz, '\0');
+    if (::pread(fd, name.data(), name.size(), static_cast<off_t>(segment.p_offset)) !=
+        static_cast<ssize_t>(name.size()))
+      return std::nullopt;
+    name.resize(std::strlen(name.c_str()));
+    if (name.empty() || name[0] != '/') return std::nullopt;
+    return name;
+  }
+  return std::nullopt;
+}
+
+// Where the exec will find `command`: itself when it is absolute (a relative path that
+// names a directory depends on the working directory: not read ahead), else the first
+// regular file of that name on `path`.
+UniqueFd find_program(int root, const std::string& command, const std::string& path) {
+  if (command.find('/') != std::string::npos) return command[0] == '/' ? open_program(root, command) : UniqueFd();
+  for (std::size_t start = 0; start <= path.size();) {
+    std::size_t end = path.find(':', start);
+    if (end == std::string::npos) end = path.size();
+    std::string candidate = path.substr(start, end - start);
+    start = end + 1;
+    if (candidate.empty() || candidate[0] != '/') continue;  // relative entries depend on the directory
+    candidate.append("/").append(command);
+    if (UniqueFd fd = open_program(root, candidate)) return fd;
+  }
+  return {};
+}
+
+}  // namespace
+
+CommandPrefetch CommandPrefetch::start(const std::string& image_root, const std::string& command,
+                                       const std::string& path) {
+  CommandPrefetch prefetch;
+  if (command.empty()) return prefetch;
+  UniqueFd root(::open(image_root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!root) return prefetch;
+  prefetch.thread_ = std::thread([root = std::move(root), command, path] {
+    UniqueFd program = find_program(root.get(), command, path);
+    if (!program) return;
+    read_ahead(program.get());
+    if (std::optional<std::string> interpreter = interpreter_of(program.get()))
+      if (UniqueFd loader = open_program(root.get(), *interpreter)) read_ahead(loader.get());
+  });
+  return prefetch;
+}
+
+}  // namespace capsa::runtime
