@@ -589,8 +589,7 @@ void launch(const ActionRequest& r) {
   if (sif) await_image(mounted, sif->location, image_root);
   if (mounted.driver != MountDriver::KernelLoop) list_once(image_root);
   phases::mark("image-ready");
-  // Read while the root is built (command_prefetch.hpp); done before anything that
-  // needs this process to have one thread (private namespaces).
+  // Read while the root is built and the command starts (command_prefetch.hpp).
   CommandPrefetch prefetch;
   if (sif && r.action == "exec" && !r.args.empty()) {
     const auto path = env.process.find("PATH");
@@ -615,7 +614,12 @@ void launch(const ActionRequest& r) {
   // The FUSE servers stay outside: the limits are the container's, not capsa's helpers'.
   if (cgroup) cgroup->join();
   build_root_and_enter(layout, plan, files, before_enter);
-  prefetch.finish();
+  // The exec ends the reading ahead where it is, unless a step below needs this process
+  // to have one thread (unshare, capset, seccomp) or starts a program first.
+  if (namespaces.any() || r.capabilities.any() || r.fakeroot || seccomp || !cdi.start_hooks.empty())
+    prefetch.finish();
+  else
+    prefetch.leave_to_exec();
   if (!fuse_mounts.empty()) fuse_mounts.mount_all();
   phases::mark("root-entered");
   if (namespaces.any()) enter_private_namespaces(namespaces);
