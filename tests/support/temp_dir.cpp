@@ -18,8 +18,25 @@ TempDir::TempDir() {
   path_ = buf.data();
 }
 
+namespace {
+
+// Gives the owner back every directory under `dir` that a test's container left closed
+// (overlayfs makes its work/work mode 0), so that they can be removed.
+void open_up(const std::filesystem::path& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::permissions(dir, fs::perms::owner_all, fs::perm_options::add, ec);
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+    if (it->symlink_status(ec).type() == fs::file_type::directory) open_up(it->path());
+}
+
+}  // namespace
+
 TempDir::~TempDir() {
   std::error_code ec;
+  if (std::filesystem::remove_all(path_, ec) != static_cast<std::uintmax_t>(-1) && !ec) return;
+  // Files of other ids (written through a subuid range with --fakeroot) stay behind.
+  open_up(path_);
   std::filesystem::remove_all(path_, ec);
 }
 
