@@ -46,15 +46,23 @@ class InstanceInSlurmJob : public ::testing::Test {
     auto submitted = test::run_process({"sbatch", "--parsable", work.write("job.sh", script)});
     EXPECT_EQ(submitted.exit_code, 0) << submitted.err;
     std::string job = submitted.out.substr(0, submitted.out.find_first_of(";\n"));
-    for (int i = 0; i < 600 && !std::filesystem::exists(work / "host"); ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    for (int i = 0; i < 600 && !host_written(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
     return job;
+  }
+
+  // Whether the job has written its node's name: the shell makes the file before
+  // hostname writes to it (seen once: an empty name, and a record path made of it).
+  bool host_written() {
+    if (!std::filesystem::exists(work / "host")) return false;
+    const std::string host = test::read_file(work / "host");
+    return !host.empty() && host.back() == '\n';
   }
 
   // The record of `name` in the store of the node the job ran on (each logical node has
   // a host name of its own).
   std::string record_path(const std::string& name) {
     std::string host = test::read_file(work / "host");
+    if (host.empty()) return work / "no-host-name-written";
     host.pop_back();
     std::string dir = record_directory();
     dir = dir.substr(0, dir.rfind('/'));
