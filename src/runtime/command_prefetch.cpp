@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "util/fd.hpp"
+#include "util/find_executable.hpp"
 #include "util/open_in_root.hpp"
 
 namespace capsa::runtime {
@@ -18,11 +19,12 @@ namespace {
 // without reading all of a 500 MB one.
 constexpr off_t kReadAheadLimit = 16 << 20;
 
-// The regular file at `path` in the image; no FIFO is opened for reading (it would block).
-UniqueFd open_program(int root, const std::string& path) {
+// The regular file at `path` in the image, with an execute bit when `executable`; no
+// FIFO is opened for reading (it would block).
+UniqueFd open_program(int root, const std::string& path, bool executable = true) {
   UniqueFd fd(open_in_root(root, path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
   struct stat st {};
-  if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return {};
+  if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || (executable && (st.st_mode & 0111) == 0)) return {};
   return fd;
 }
 
@@ -56,21 +58,17 @@ std::optional<std::string> interpreter_of(int fd) {
   return std::nullopt;
 }
 
-// Where the exec will find `command`: itself when it is absolute (a relative path that
-// names a directory depends on the working directory: not read ahead), else the first
-// regular file of that name on `path`.
+// Where the exec will find `command` (action_without_shell's find_command): itself when
+// it is absolute (a relative path that names a directory depends on the working
+// directory: not read ahead), else the first executable file of that name on `path`.
 UniqueFd find_program(int root, const std::string& command, const std::string& path) {
   if (command.find('/') != std::string::npos) return command[0] == '/' ? open_program(root, command) : UniqueFd();
-  for (std::size_t start = 0; start <= path.size();) {
-    std::size_t end = path.find(':', start);
-    if (end == std::string::npos) end = path.size();
-    std::string candidate = path.substr(start, end - start);
-    start = end + 1;
-    if (candidate.empty() || candidate[0] != '/') continue;  // relative entries depend on the directory
-    candidate.append("/").append(command);
-    if (UniqueFd fd = open_program(root, candidate)) return fd;
-  }
-  return {};
+  UniqueFd found;
+  first_on_path(command, path, RelativeEntries::Skip, [&](const std::string& candidate) {
+    found = open_program(root, candidate);
+    return static_cast<bool>(found);
+  });
+  return found;
 }
 
 }  // namespace
@@ -86,7 +84,7 @@ CommandPrefetch CommandPrefetch::start(const std::string& image_root, const std:
     if (!program) return;
     read_ahead(program.get());
     if (std::optional<std::string> interpreter = interpreter_of(program.get()))
-      if (UniqueFd loader = open_program(root.get(), *interpreter)) read_ahead(loader.get());
+      if (UniqueFd loader = open_program(root.get(), *interpreter, false)) read_ahead(loader.get());
   });
   return prefetch;
 }

@@ -14,7 +14,6 @@
 // kReadAheadLimit bytes of each file.
 #include <string>
 #include <thread>
-#include <utility>
 
 namespace capsa::runtime {
 
@@ -22,14 +21,11 @@ class CommandPrefetch {
  public:
   CommandPrefetch() = default;
   // Starts reading `command` ahead inside the image mounted at `image_root`, found on
-  // `path` (':'-separated) when it names no directory.
+  // `path` (':'-separated) when it names no directory. Starts nothing when `command` is
+  // empty.
   static CommandPrefetch start(const std::string& image_root, const std::string& command, const std::string& path);
   CommandPrefetch(CommandPrefetch&&) = default;
-  CommandPrefetch& operator=(CommandPrefetch&& other) noexcept {
-    finish();
-    thread_ = std::move(other.thread_);
-    return *this;
-  }
+  CommandPrefetch& operator=(CommandPrefetch&&) = delete;
   ~CommandPrefetch() { finish(); }
   // Waits for the thread to have asked for every file (the reads go on in the kernel).
   void finish() {

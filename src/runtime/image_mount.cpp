@@ -125,7 +125,7 @@ Process mount_with_builtin_server(const SquashfsLocation& image, const std::stri
   const int fd = fuse.get();
   // The server watches the container itself, and exits once it has ended.
   Process starter = DetachedChild::start_watching_itself(
-      [&](const EndWatch& container) { return run_server("capsa", [&] { return server->serve(fd, &container); }); },
+      [&](const EndWatch& container) { return run_server("capsa", [&] { return server->serve(fd, container); }); },
       "the FUSE server");
   return server_started(std::move(starter), std::move(fuse), image, target, "capsa", wait);
 }

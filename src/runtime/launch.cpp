@@ -590,11 +590,10 @@ void launch(const ActionRequest& r) {
   if (mounted.driver != MountDriver::KernelLoop) list_once(image_root);
   phases::mark("image-ready");
   // Read while the root is built and the command starts (command_prefetch.hpp).
-  CommandPrefetch prefetch;
-  if (sif && r.action == "exec" && !r.args.empty()) {
-    const auto path = env.process.find("PATH");
-    prefetch = CommandPrefetch::start(image_root, r.args[0], path == env.process.end() ? "" : path->second);
-  }
+  const auto path = env.process.find("PATH");
+  CommandPrefetch prefetch =
+      CommandPrefetch::start(image_root, sif && r.action == "exec" && !r.args.empty() ? r.args[0] : "",
+                             path == env.process.end() ? "" : path->second);
   RootLayout layout;
   layout.session = session_point;
   layout.writable_tmpfs = writable_tmpfs;

@@ -657,7 +657,7 @@ fuse_session* FuseImage::new_session() {
   return session;
 }
 
-int FuseImage::serve(int fuse_fd, const EndWatch* container) {
+int FuseImage::serve(int fuse_fd, const EndWatch& container) {
   // The container's process group gets the terminal's and the batch system's signals;
   // the container decides what to do with them and still needs its files meanwhile.
   for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGTSTP, SIGTTIN, SIGTTOU, SIGUSR1, SIGUSR2})

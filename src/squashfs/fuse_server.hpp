@@ -44,9 +44,9 @@ class FuseImage {
   // (mount(2) with fd=N), until the kernel ends it. Returns the process exit status
   // to use (0 when the connection ended normally). Meant for a child process: it starts
   // threads, and it ignores the terminal and termination signals that reach the
-  // container's process group. When `container` ends first, the process exits at once
-  // (request_threads.hpp); without one, a parent-death signal must end it early.
-  int serve(int fuse_fd, const EndWatch* container = nullptr);
+  // container's process group. When `container` (the process it serves) ends first,
+  // the process exits at once (request_threads.hpp).
+  int serve(int fuse_fd, const EndWatch& container);
 
   // A libfuse session over this image whose requests the caller feeds in itself
   // (fuse_session_custom_io, then fuse_session_process_buf for each), with no kernel

@@ -89,15 +89,17 @@ class RequestThreads {
 
 }  // namespace
 
-void answer_requests(fuse_session* session, unsigned max_threads, const EndWatch* container) {
-  if (container != nullptr && container->poll_fd() < 0) {
+void answer_requests(fuse_session* session, unsigned max_threads, const EndWatch& container) {
+  const EndWatch* watch_after_first_answer = &container;
+  if (container.poll_fd() < 0) {
     // No pidfd (a kernel before 5.3): the thread polls /proc from the start.
-    exit_with(*std::exchange(container, nullptr));
-  } else if (container != nullptr && !first_request_before_end(session, *container)) {
+    exit_with(container);
+    watch_after_first_answer = nullptr;
+  } else if (!first_request_before_end(session, container)) {
     ::_exit(0);
   }
   RequestThreads threads(session, max_threads);
-  threads.serve(container);
+  threads.serve(watch_after_first_answer);
   threads.join_the_others();
 }
 

@@ -24,6 +24,6 @@ namespace capsa::squashfs {
 // first request is answered the first read watches for that end too; then a thread
 // does, started only then because the container's start waits for that answer. `container`
 // must last as long as the process (the server's starter keeps it: util/detached_child).
-void answer_requests(fuse_session* session, unsigned max_threads, const EndWatch* container);
+void answer_requests(fuse_session* session, unsigned max_threads, const EndWatch& container);
 
 }  // namespace capsa::squashfs

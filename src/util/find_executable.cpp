@@ -7,7 +7,8 @@
 
 namespace capsa {
 
-std::string find_executable(const std::string& name, const std::string& path_list, RelativeEntries relative) {
+std::string first_on_path(const std::string& name, const std::string& path_list, RelativeEntries relative,
+                          const std::function<bool(const std::string&)>& is_program) {
   std::size_t start = 0;
   while (start <= path_list.size()) {
     std::size_t end = path_list.find(':', start);
@@ -16,11 +17,16 @@ std::string find_executable(const std::string& name, const std::string& path_lis
     start = end + 1;
     if (relative == RelativeEntries::Skip && (dir.empty() || dir[0] != '/')) continue;
     std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
-    struct stat st {};
-    if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(candidate.c_str(), X_OK) == 0)
-      return candidate;
+    if (is_program(candidate)) return candidate;
   }
   return "";
+}
+
+std::string find_executable(const std::string& name, const std::string& path_list, RelativeEntries relative) {
+  return first_on_path(name, path_list, relative, [](const std::string& candidate) {
+    struct stat st {};
+    return ::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(candidate.c_str(), X_OK) == 0;
+  });
 }
 
 std::string find_system_program(const std::string& name) {

@@ -1,5 +1,5 @@
 // CommandPrefetch (runtime/command_prefetch.hpp): the program an exec will find, and its
-// ELF interpreter, are read into the page cache ahead; a later match on PATH is not.
+// ELF interpreter, are read into the page cache ahead; nothing the exec passes over is.
 #include "runtime/command_prefetch.hpp"
 
 #include <fcntl.h>
@@ -54,18 +54,22 @@ void copy_uncached(const std::string& from, const std::string& to) {
   ::close(fd);
 }
 
-TEST(CommandPrefetch, ReadsTheProgramFoundOnPathAndItsInterpreterAhead) {
+TEST(CommandPrefetch, ReadsTheProgramTheExecFindsOnPathAndItsInterpreterAhead) {
   if (!fs::exists(kInterpreter)) GTEST_SKIP() << kInterpreter << " is not there";
   test::TempDir dir;
   const std::string root = dir / "root";
+  ASSERT_NO_FATAL_FAILURE(copy_uncached("/bin/true", root + "/not-executable/prog"));
+  std::filesystem::permissions(root + "/not-executable/prog", fs::perms::owner_read | fs::perms::owner_write);
   ASSERT_NO_FATAL_FAILURE(copy_uncached("/bin/true", root + "/first/prog"));
   ASSERT_NO_FATAL_FAILURE(copy_uncached("/bin/true", root + "/second/prog"));
   ASSERT_NO_FATAL_FAILURE(copy_uncached(fs::canonical(kInterpreter), root + kInterpreter));
-  for (const std::string& file : {root + "/first/prog", root + "/second/prog", root + kInterpreter})
+  for (const std::string& file :
+       {root + "/not-executable/prog", root + "/first/prog", root + "/second/prog", root + kInterpreter})
     if (cached_pages(file).first != 0) GTEST_SKIP() << dir.path() << " keeps written files cached (tmpfs?)";
 
-  // A relative entry and a missing one come first: neither is where the exec looks.
-  CommandPrefetch::start(root, "prog", "first:/missing:/first:/second").finish();
+  // A relative entry, a missing one and a file without an execute bit come first: none
+  // is what the exec runs.
+  CommandPrefetch::start(root, "prog", "first:/missing:/not-executable:/first:/second").finish();
   // The reads were only asked for: they finish in the kernel.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
   auto all_cached = [](const std::string& file) {
@@ -78,6 +82,7 @@ TEST(CommandPrefetch, ReadsTheProgramFoundOnPathAndItsInterpreterAhead) {
   EXPECT_TRUE(all_cached(root + "/first/prog")) << "the program was not read ahead";
   EXPECT_TRUE(all_cached(root + kInterpreter)) << "its interpreter was not read ahead";
   EXPECT_EQ(cached_pages(root + "/second/prog").first, 0u) << "a later match on PATH was read too";
+  EXPECT_EQ(cached_pages(root + "/not-executable/prog").first, 0u) << "a file the exec would pass over was read";
 }
 
 TEST(CommandPrefetch, ReadsNothingForACommandItCannotFind) {
