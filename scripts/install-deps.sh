@@ -18,12 +18,12 @@ esac
 # specs written as YAML (--device); libgpgme-dev: OpenPGP signatures and keys (sign, verify, key);
 # libtomlplusplus-dev: the administrator's execution control list (ecl.toml), and the
 # cgroups TOML of --apply-cgroups (both header-only); libext2fs-dev, comerr-dev: capsa's own FUSE
-# server for ext3 overlays (src/ext3).
+# server for ext3 overlays (src/ext3); liburing-dev: its FUSE over io_uring.
 packages="
   build-essential cmake ninja-build pkg-config git
   libcli11-dev nlohmann-json3-dev libyaml-cpp-dev libssl-dev libgpgme-dev libtomlplusplus-dev
   libsquashfs-dev libzstd-dev liblz4-dev liblzma-dev zlib1g-dev
-  libarchive-dev libcurl4-openssl-dev libfuse3-dev libseccomp-dev libcap-dev libext2fs-dev comerr-dev
+  libarchive-dev libcurl4-openssl-dev libfuse3-dev libseccomp-dev libcap-dev libext2fs-dev comerr-dev liburing-dev
 "
 # Running: FUSE for unprivileged containers, newuidmap/newgidmap for --fakeroot with subuid
 # ranges; e2fsprogs, fuse2fs and fuse-overlayfs for ext3 overlays (--overlay, overlay

@@ -19,11 +19,13 @@
 #include <cstring>
 #include <exception>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "ext3/fuse_uring.hpp"
 #include "util/fd.hpp"
 #include "util/log.hpp"
 
@@ -445,7 +447,7 @@ class EndOfService {
 // the reading thread a signal whose handler ends its read (EINTR), and sends it again
 // until the loop has ended. Without a poll(2) before each read: one system call less
 // per request (bench/overlay.sh makes some 350,000).
-void serve_requests(fuse_session* session, const sigset_t& term, const EndWatch* container) {
+void serve_requests(fuse_session* session, FuseUring& uring, const sigset_t& term, const EndWatch* container) {
   const int wake = SIGRTMIN + 1;
   struct sigaction action {};
   action.sa_handler = on_wake;  // no SA_RESTART: the read returns EINTR
@@ -477,7 +479,7 @@ void serve_requests(fuse_session* session, const sigset_t& term, const EndWatch*
     const int got = fuse_session_receive_buf(session, &buffer);
     if (got == -EINTR || got == -EAGAIN) continue;
     if (got <= 0) break;  // 0 after ENODEV: unmounted
-    fuse_session_process_buf(session, &buffer);
+    uring.process_from_device(buffer);
     if (fuse_session_exited(session)) break;
   }
   done = true;
@@ -488,7 +490,7 @@ void serve_requests(fuse_session* session, const sigset_t& term, const EndWatch*
 
 }  // namespace
 
-int serve(Volume& volume, int fuse_fd, const EndWatch* container) {
+int serve(Volume& volume, int fuse_fd, const EndWatch* container, bool io_uring) {
   // The container's process group gets the terminal's and the batch system's signals;
   // the container decides what to do with them and still needs its files meanwhile.
   for (int sig : {SIGINT, SIGHUP, SIGQUIT, SIGPIPE, SIGTSTP, SIGTTIN, SIGTTOU, SIGUSR1, SIGUSR2})
@@ -514,7 +516,12 @@ int serve(Volume& volume, int fuse_fd, const EndWatch* container) {
     // libfuse takes a mounted connection as "/dev/fd/N" and skips mounting.
     const std::string mountpoint = "/dev/fd/" + std::to_string(fuse_fd);
     if (fuse_session_mount(session, mountpoint.c_str()) == 0) {
-      serve_requests(session, term, container);
+      std::mutex serving;
+      FuseUring uring(session, fuse_fd, serving, io_uring);
+      serve_requests(session, uring, term, container);
+      uring.stop();  // before the volume closes: no handler may run after
+      log::debug({"ext3 FUSE server: ", std::to_string(uring.answered_through_rings()),
+                  " requests answered through io_uring (", std::to_string(uring.queues_in_use()), " queues)"});
       status = 0;
     }
   }

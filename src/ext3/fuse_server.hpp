@@ -29,6 +29,9 @@ namespace capsa::ext3 {
 // ended; then closes the volume (written back, clean). Returns the exit status for the
 // server process. Meant for a child process: it ignores the terminal's signals and takes
 // SIGTERM for itself.
-int serve(Volume& volume, int fuse_fd, const EndWatch* container = nullptr);
+//
+// With `io_uring` (the default) and a kernel that offers it, requests come through FUSE
+// over io_uring (ext3/fuse_uring.hpp); capsa's CAPSA_FUSE_URING=0 turns that off.
+int serve(Volume& volume, int fuse_fd, const EndWatch* container = nullptr, bool io_uring = true);
 
 }  // namespace capsa::ext3

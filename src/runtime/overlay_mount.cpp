@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <string_view>
 
 #include "ext3/fuse_server.hpp"
 #include "runtime/fuse_program.hpp"
@@ -74,6 +75,9 @@ void mount_ext3_with_capsa(const OverlayImage& image, const std::string& target)
   // The server also watches this process, the container-to-be, itself: it must end with
   // the container even if its parent-death signal never comes.
   const EndWatch container = EndWatch::of_this_process();
+  // Read before the server's environment is wiped: CAPSA_FUSE_URING=0 keeps /dev/fuse.
+  const char* uring_choice = std::getenv("CAPSA_FUSE_URING");
+  const bool io_uring = uring_choice == nullptr || std::string_view(uring_choice) != "0";
   DetachedChild::start(
       [&] {
         // A session of its own: the job's and the terminal's signals to the container's
@@ -86,7 +90,7 @@ void mount_ext3_with_capsa(const OverlayImage& image, const std::string& target)
         }
         null_fd.reset();
         wipe_inherited_environment();
-        return ext3::serve(volume, fuse_fd, &container);
+        return ext3::serve(volume, fuse_fd, &container, io_uring);
       },
       {.parent_death_signal = SIGTERM, .name = "the ext3 overlay's FUSE server"});
   fuse.reset();

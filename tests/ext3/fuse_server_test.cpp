@@ -34,6 +34,7 @@
 #include "util/error.hpp"
 #include "util/fd.hpp"
 #include "util/find_executable.hpp"
+#include "util/log.hpp"
 
 namespace capsa::ext3 {
 namespace {
@@ -81,21 +82,63 @@ bool spit(const std::string& path, const std::string& data) {
 
 // Mounts `volume` at `target` and serves it from a child process, which also watches
 // `container` when given; returns the child's pid.
+// The kernel's FUSE-over-io_uring switch, turned on for its lifetime where it is off and
+// this process is root (and back off afterwards). tests/ext3/with-fuse-uring does the same
+// around the test user's run.
+class FuseUringSwitch {
+ public:
+  FuseUringSwitch() {
+    const std::string state = slurp(kSwitch);
+    if (state.empty()) {
+      why_off_ = std::string("this kernel has no FUSE over io_uring (no ") + kSwitch + ")";
+    } else if (state[0] == 'Y') {
+      on_ = true;
+    } else if (::geteuid() != 0) {
+      why_off_ = "FUSE over io_uring is off (enable_uring) and only root may turn it on";
+    } else {
+      turned_on_ = on_ = spit(kSwitch, "Y") && slurp(kSwitch)[0] == 'Y';
+      if (!on_) why_off_ = "enable_uring could not be turned on";
+    }
+  }
+  ~FuseUringSwitch() {
+    if (turned_on_) spit(kSwitch, "N");
+  }
+  FuseUringSwitch(const FuseUringSwitch&) = delete;
+  FuseUringSwitch& operator=(const FuseUringSwitch&) = delete;
+  bool on() const { return on_; }
+  const std::string& why_off() const { return why_off_; }
+
+ private:
+  static constexpr const char* kSwitch = "/sys/module/fuse/parameters/enable_uring";
+  bool on_ = false, turned_on_ = false;
+  std::string why_off_;
+};
+
+// With `server_log`, the server writes its messages there, debugging ones included;
+// `io_uring` as for serve().
 pid_t serve_in_child(Volume& volume, const std::string& target, unsigned long flags = MS_NOSUID | MS_NODEV,
-                     const EndWatch* container = nullptr) {
+                     const EndWatch* container = nullptr, const std::string& server_log = "", bool io_uring = true) {
   UniqueFd fuse = runtime::mount_fuse(target, "capsa-ext3", flags, ",default_permissions");
   std::fflush(nullptr);
   const pid_t server = ::fork();
-  if (server == 0) ::_exit(serve(volume, fuse.get(), container));
+  if (server == 0) {
+    if (!server_log.empty()) {
+      const int log_fd = ::open(server_log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+      if (log_fd < 0 || ::dup2(log_fd, STDERR_FILENO) < 0) ::_exit(125);
+      log::set_level(log::Level::debug);
+    }
+    ::_exit(serve(volume, fuse.get(), container, io_uring));
+  }
   return server;
 }
 
 // Mounts the image at `target` with the server in a child, runs `body`, unmounts, and
 // returns whether the body passed and the server ended cleanly (status 0).
 bool with_server(const std::string& image, std::uint64_t offset, bool writable, const std::string& target,
-                 const std::function<bool()>& body) {
+                 const std::function<bool()>& body, const std::string& server_log = "", bool io_uring = true) {
   Volume volume(image, offset, writable, image);
-  const pid_t server = serve_in_child(volume, target, MS_NOSUID | MS_NODEV | (writable ? 0 : MS_RDONLY));
+  const pid_t server =
+      serve_in_child(volume, target, MS_NOSUID | MS_NODEV | (writable ? 0 : MS_RDONLY), nullptr, server_log, io_uring);
   bool ok = body();
   if (::umount2(target.c_str(), 0) != 0) {
     std::perror("umount");
@@ -133,153 +176,190 @@ class Ext3Server : public ::testing::Test {
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return r.out;
   }
+  // What exercise_every_operation wrote, read back from the image by debugfs.
+  void check_every_operation(bool root) {
+    expect_clean(image);
+    std::string big;
+    for (int i = 0; i < 40000; ++i) big += std::to_string(i % 97) + ",";
+    EXPECT_EQ(debugfs("cat /a/b/big", image), big);
+    EXPECT_EQ(debugfs("cat /a/b/r1", image), "one");
+    const std::string listing = debugfs("ls -l /many", image);
+    EXPECT_NE(listing.find("file-with-a-longish-name-599"), std::string::npos);
+    EXPECT_NE(debugfs("stat /a/t2", image).find("Links: 1"), std::string::npos);
+    EXPECT_EQ(debugfs("cat /synced", image), "s");
+    if (root) {
+      EXPECT_NE(debugfs("stat /w", image).find("Type: character special"), std::string::npos);
+    }
+  }
   test::TempDir work;
   std::string image = work / "overlay.img";
   std::string mnt = work / "mnt";
 };
 
+// Every operation the kernel's overlayfs and a container's programs use, on the file system
+// served at `m`; what it wrote is checked afterwards by check_every_operation.
+bool exercise_every_operation(const std::string& m, bool root) {
+  Checks c;
+  // Directories, nested, with link counts that follow their subdirectories.
+  c.expect(::mkdir((m + "/a").c_str(), 0750) == 0, "mkdir a");
+  c.expect(::mkdir((m + "/a/b").c_str(), 0755) == 0, "mkdir a/b");
+  c.expect(::mkdir((m + "/a/c").c_str(), 0755) == 0, "mkdir a/c");
+  struct stat st {};
+  c.expect(::stat((m + "/a").c_str(), &st) == 0 && st.st_nlink == 4 && (st.st_mode & 07777) == 0750 &&
+               st.st_uid == ::geteuid(),
+           "a: 4 links, mode 0750, the caller's");
+  c.expect(::mkdir((m + "/a").c_str(), 0755) != 0 && errno == EEXIST, "mkdir of an existing name: EEXIST");
+  // A file past the direct blocks (1 KiB blocks), read back whole.
+  std::string big;
+  for (int i = 0; i < 40000; ++i) big += std::to_string(i % 97) + ",";
+  c.expect(spit(m + "/a/b/big", big), "write a/b/big");
+  c.expect(slurp(m + "/a/b/big") == big, "a/b/big reads back");
+  // Truncating frees the end and shows zeroes when the file grows again.
+  c.expect(spit(m + "/t", std::string(10000, 'x')), "write t");
+  c.expect(::truncate((m + "/t").c_str(), 100) == 0 && ::truncate((m + "/t").c_str(), 5000) == 0, "truncate t");
+  c.expect(slurp(m + "/t") == std::string(100, 'x') + std::string(4900, '\0'), "t: 100 x's then zeroes");
+  // Directory growth: 600 entries need many blocks of a directory.
+  c.expect(::mkdir((m + "/many").c_str(), 0755) == 0, "mkdir many");
+  for (int i = 0; i < 600; ++i) {
+    int fd = ::open((m + "/many/file-with-a-longish-name-" + std::to_string(i)).c_str(), O_CREAT | O_WRONLY, 0644);
+    c.expect(fd >= 0, "create many/" + std::to_string(i));
+    if (fd >= 0) ::close(fd);
+  }
+  DIR* dir = ::opendir((m + "/many").c_str());
+  int regular = 0, dots = 0;
+  for (dirent* e; dir != nullptr && (e = ::readdir(dir)) != nullptr;) {
+    if (e->d_type == DT_REG) ++regular;
+    if (e->d_type == DT_DIR) ++dots;
+  }
+  if (dir != nullptr) ::closedir(dir);
+  c.expect(regular == 600 && dots == 2, "readdir: 600 files and . and .., with their d_type");
+  // Symlinks: fast (in the inode) and slow (in a block).
+  const std::string long_target = std::string(200, 'L') + "/target";
+  c.expect(::symlink("short", (m + "/fast").c_str()) == 0, "symlink fast");
+  c.expect(::symlink(long_target.c_str(), (m + "/slow").c_str()) == 0, "symlink slow");
+  char buf[512] = {};
+  c.expect(::readlink((m + "/fast").c_str(), buf, sizeof buf) == 5 && std::string(buf, 5) == "short", "readlink fast");
+  ssize_t n = ::readlink((m + "/slow").c_str(), buf, sizeof buf);
+  c.expect(n == static_cast<ssize_t>(long_target.size()) && std::string(buf, n) == long_target, "readlink slow");
+  // Hard links.
+  c.expect(::link((m + "/t").c_str(), (m + "/a/t2").c_str()) == 0, "link");
+  c.expect(::stat((m + "/t").c_str(), &st) == 0 && st.st_nlink == 2, "two links");
+  c.expect(::unlink((m + "/t").c_str()) == 0, "unlink one name");
+  c.expect(::stat((m + "/a/t2").c_str(), &st) == 0 && st.st_nlink == 1 && st.st_size == 5000, "one link left");
+  // Renames: plain, across directories, refusing to replace, exchanging.
+  c.expect(spit(m + "/r1", "one") && spit(m + "/r2", "two"), "write r1 r2");
+  c.expect(::rename((m + "/r1").c_str(), (m + "/a/b/r1").c_str()) == 0, "rename across directories");
+  c.expect(::renameat2(AT_FDCWD, (m + "/a/b/r1").c_str(), AT_FDCWD, (m + "/r2").c_str(), RENAME_NOREPLACE) != 0 &&
+               errno == EEXIST,
+           "RENAME_NOREPLACE onto a name: EEXIST");
+  c.expect(::renameat2(AT_FDCWD, (m + "/a/b/r1").c_str(), AT_FDCWD, (m + "/r2").c_str(), RENAME_EXCHANGE) == 0,
+           "RENAME_EXCHANGE");
+  c.expect(slurp(m + "/r2") == "one" && slurp(m + "/a/b/r1") == "two", "exchanged");
+  c.expect(::rename((m + "/a/c").c_str(), (m + "/c-moved").c_str()) == 0, "rename a directory up");
+  c.expect(::stat((m + "/a").c_str(), &st) == 0 && st.st_nlink == 3, "a lost a subdirectory's link");
+  c.expect(::rename((m + "/r2").c_str(), (m + "/a/b/r1").c_str()) == 0, "rename over a file");
+  c.expect(slurp(m + "/a/b/r1") == "one" && ::access((m + "/r2").c_str(), F_OK) != 0, "replaced");
+  // A whiteout, as overlayfs makes them (renameat2 with it needs CAP_MKNOD).
+  if (root) {
+    c.expect(spit(m + "/w", "w"), "write w");
+    c.expect(::renameat2(AT_FDCWD, (m + "/w").c_str(), AT_FDCWD, (m + "/w2").c_str(), RENAME_WHITEOUT) == 0,
+             "RENAME_WHITEOUT");
+    c.expect(::lstat((m + "/w").c_str(), &st) == 0 && S_ISCHR(st.st_mode) && st.st_rdev == makedev(0, 0),
+             "a 0/0 character device takes the old name");
+    c.expect(slurp(m + "/w2") == "w", "the file has the new name");
+    c.expect(::mknod((m + "/dev").c_str(), S_IFCHR | 0600, makedev(4, 300)) == 0, "mknod a device");
+    c.expect(::lstat((m + "/dev").c_str(), &st) == 0 && st.st_rdev == makedev(4, 300), "its number");
+  }
+  c.expect(::mknod((m + "/fifo").c_str(), S_IFIFO | 0600, 0) == 0, "mknod a fifo");
+  c.expect(::lstat((m + "/fifo").c_str(), &st) == 0 && S_ISFIFO(st.st_mode), "a fifo");
+  // Refusals.
+  c.expect(::rmdir((m + "/a").c_str()) != 0 && errno == ENOTEMPTY, "rmdir of a full directory: ENOTEMPTY");
+  c.expect(::mkdir((m + "/" + std::string(256, 'n')).c_str(), 0755) != 0 && errno == ENAMETOOLONG,
+           "a 256-byte name: ENAMETOOLONG");
+  c.expect(::rmdir((m + "/c-moved").c_str()) == 0, "rmdir");
+  // Times and modes.
+  const timespec times[2] = {{1000000000, 5}, {1200000000, 123456789}};
+  c.expect(::utimensat(AT_FDCWD, (m + "/a/t2").c_str(), times, 0) == 0, "utimensat");
+  c.expect(::stat((m + "/a/t2").c_str(), &st) == 0 && st.st_mtim.tv_sec == 1200000000 &&
+               st.st_mtim.tv_nsec == 123456789 && st.st_atim.tv_sec == 1000000000,
+           "times kept to the nanosecond");
+  const timespec now_times[2] = {{0, UTIME_NOW}, {0, UTIME_NOW}};
+  c.expect(::utimensat(AT_FDCWD, (m + "/a/t2").c_str(), now_times, 0) == 0 && ::stat((m + "/a/t2").c_str(), &st) == 0 &&
+               st.st_mtim.tv_sec > 1700000000,
+           "UTIME_NOW");
+  c.expect(::chmod((m + "/a/t2").c_str(), 04711) == 0 && ::stat((m + "/a/t2").c_str(), &st) == 0 &&
+               (st.st_mode & 07777) == 04711,
+           "chmod");
+  // Extended attributes, as overlayfs keeps its own in a user namespace.
+  const std::string a = m + "/a";
+  c.expect(::setxattr(a.c_str(), "user.overlay.opaque", "y", 1, 0) == 0, "setxattr");
+  c.expect(::setxattr(a.c_str(), "user.overlay.opaque", "y", 1, XATTR_CREATE) != 0 && errno == EEXIST,
+           "XATTR_CREATE of an existing one: EEXIST");
+  c.expect(::getxattr(a.c_str(), "user.overlay.opaque", buf, sizeof buf) == 1 && buf[0] == 'y', "getxattr");
+  n = ::listxattr(a.c_str(), buf, sizeof buf);
+  c.expect(n > 0 && std::string(buf, n).find("user.overlay.opaque") != std::string::npos, "listxattr");
+  c.expect(::setxattr((m + "/a/t2").c_str(), "user.gone", "1", 1, 0) == 0, "setxattr user.gone");
+  c.expect(::removexattr((m + "/a/t2").c_str(), "user.gone") == 0, "removexattr");
+  c.expect(::getxattr((m + "/a/t2").c_str(), "user.gone", buf, sizeof buf) < 0 && errno == ENODATA,
+           "a removed attribute: ENODATA");
+  // A file removed while open stays readable until it is closed.
+  c.expect(spit(m + "/open", "still here"), "write open");
+  int fd = ::open((m + "/open").c_str(), O_RDONLY);
+  c.expect(fd >= 0 && ::unlink((m + "/open").c_str()) == 0, "unlink an open file");
+  n = fd >= 0 ? ::pread(fd, buf, sizeof buf, 0) : -1;
+  c.expect(n == 10 && std::string(buf, 10) == "still here", "read after unlink");
+  if (fd >= 0) ::close(fd);
+  // fsync writes back what the server holds.
+  fd = ::open((m + "/synced").c_str(), O_CREAT | O_WRONLY, 0600);
+  c.expect(fd >= 0 && ::write(fd, "s", 1) == 1 && ::fsync(fd) == 0, "fsync");
+  if (fd >= 0) ::close(fd);
+  struct statvfs vfs {};
+  c.expect(::statvfs(m.c_str(), &vfs) == 0 && vfs.f_bsize == 1024 && vfs.f_blocks > 30000 && vfs.f_bfree > 0 &&
+               vfs.f_files > 0,
+           "statfs");
+  return c.ok;
+}
+
 TEST_F(Ext3Server, ServesEveryOperationAndLeavesAConsistentFileSystem) {
   make_ext3(image, 32);
   const std::string m = mnt;
   const bool root = ::geteuid() == 0;
+  // Through /dev/fuse, whether or not this kernel would take FUSE over io_uring.
   int result = test::in_private_mount_namespace([&] {
-    return with_server(image, 0, true, m, [&] {
-      Checks c;
-      // Directories, nested, with link counts that follow their subdirectories.
-      c.expect(::mkdir((m + "/a").c_str(), 0750) == 0, "mkdir a");
-      c.expect(::mkdir((m + "/a/b").c_str(), 0755) == 0, "mkdir a/b");
-      c.expect(::mkdir((m + "/a/c").c_str(), 0755) == 0, "mkdir a/c");
-      struct stat st {};
-      c.expect(::stat((m + "/a").c_str(), &st) == 0 && st.st_nlink == 4 && (st.st_mode & 07777) == 0750 &&
-                   st.st_uid == ::geteuid(),
-               "a: 4 links, mode 0750, the caller's");
-      c.expect(::mkdir((m + "/a").c_str(), 0755) != 0 && errno == EEXIST, "mkdir of an existing name: EEXIST");
-      // A file past the direct blocks (1 KiB blocks), read back whole.
-      std::string big;
-      for (int i = 0; i < 40000; ++i) big += std::to_string(i % 97) + ",";
-      c.expect(spit(m + "/a/b/big", big), "write a/b/big");
-      c.expect(slurp(m + "/a/b/big") == big, "a/b/big reads back");
-      // Truncating frees the end and shows zeroes when the file grows again.
-      c.expect(spit(m + "/t", std::string(10000, 'x')), "write t");
-      c.expect(::truncate((m + "/t").c_str(), 100) == 0 && ::truncate((m + "/t").c_str(), 5000) == 0, "truncate t");
-      c.expect(slurp(m + "/t") == std::string(100, 'x') + std::string(4900, '\0'), "t: 100 x's then zeroes");
-      // Directory growth: 600 entries need many blocks of a directory.
-      c.expect(::mkdir((m + "/many").c_str(), 0755) == 0, "mkdir many");
-      for (int i = 0; i < 600; ++i) {
-        int fd = ::open((m + "/many/file-with-a-longish-name-" + std::to_string(i)).c_str(), O_CREAT | O_WRONLY, 0644);
-        c.expect(fd >= 0, "create many/" + std::to_string(i));
-        if (fd >= 0) ::close(fd);
-      }
-      DIR* dir = ::opendir((m + "/many").c_str());
-      int regular = 0, dots = 0;
-      for (dirent* e; dir != nullptr && (e = ::readdir(dir)) != nullptr;) {
-        if (e->d_type == DT_REG) ++regular;
-        if (e->d_type == DT_DIR) ++dots;
-      }
-      if (dir != nullptr) ::closedir(dir);
-      c.expect(regular == 600 && dots == 2, "readdir: 600 files and . and .., with their d_type");
-      // Symlinks: fast (in the inode) and slow (in a block).
-      const std::string long_target = std::string(200, 'L') + "/target";
-      c.expect(::symlink("short", (m + "/fast").c_str()) == 0, "symlink fast");
-      c.expect(::symlink(long_target.c_str(), (m + "/slow").c_str()) == 0, "symlink slow");
-      char buf[512] = {};
-      c.expect(::readlink((m + "/fast").c_str(), buf, sizeof buf) == 5 && std::string(buf, 5) == "short",
-               "readlink fast");
-      ssize_t n = ::readlink((m + "/slow").c_str(), buf, sizeof buf);
-      c.expect(n == static_cast<ssize_t>(long_target.size()) && std::string(buf, n) == long_target, "readlink slow");
-      // Hard links.
-      c.expect(::link((m + "/t").c_str(), (m + "/a/t2").c_str()) == 0, "link");
-      c.expect(::stat((m + "/t").c_str(), &st) == 0 && st.st_nlink == 2, "two links");
-      c.expect(::unlink((m + "/t").c_str()) == 0, "unlink one name");
-      c.expect(::stat((m + "/a/t2").c_str(), &st) == 0 && st.st_nlink == 1 && st.st_size == 5000, "one link left");
-      // Renames: plain, across directories, refusing to replace, exchanging.
-      c.expect(spit(m + "/r1", "one") && spit(m + "/r2", "two"), "write r1 r2");
-      c.expect(::rename((m + "/r1").c_str(), (m + "/a/b/r1").c_str()) == 0, "rename across directories");
-      c.expect(::renameat2(AT_FDCWD, (m + "/a/b/r1").c_str(), AT_FDCWD, (m + "/r2").c_str(), RENAME_NOREPLACE) != 0 &&
-                   errno == EEXIST,
-               "RENAME_NOREPLACE onto a name: EEXIST");
-      c.expect(::renameat2(AT_FDCWD, (m + "/a/b/r1").c_str(), AT_FDCWD, (m + "/r2").c_str(), RENAME_EXCHANGE) == 0,
-               "RENAME_EXCHANGE");
-      c.expect(slurp(m + "/r2") == "one" && slurp(m + "/a/b/r1") == "two", "exchanged");
-      c.expect(::rename((m + "/a/c").c_str(), (m + "/c-moved").c_str()) == 0, "rename a directory up");
-      c.expect(::stat((m + "/a").c_str(), &st) == 0 && st.st_nlink == 3, "a lost a subdirectory's link");
-      c.expect(::rename((m + "/r2").c_str(), (m + "/a/b/r1").c_str()) == 0, "rename over a file");
-      c.expect(slurp(m + "/a/b/r1") == "one" && ::access((m + "/r2").c_str(), F_OK) != 0, "replaced");
-      // A whiteout, as overlayfs makes them (renameat2 with it needs CAP_MKNOD).
-      if (root) {
-        c.expect(spit(m + "/w", "w"), "write w");
-        c.expect(::renameat2(AT_FDCWD, (m + "/w").c_str(), AT_FDCWD, (m + "/w2").c_str(), RENAME_WHITEOUT) == 0,
-                 "RENAME_WHITEOUT");
-        c.expect(::lstat((m + "/w").c_str(), &st) == 0 && S_ISCHR(st.st_mode) && st.st_rdev == makedev(0, 0),
-                 "a 0/0 character device takes the old name");
-        c.expect(slurp(m + "/w2") == "w", "the file has the new name");
-        c.expect(::mknod((m + "/dev").c_str(), S_IFCHR | 0600, makedev(4, 300)) == 0, "mknod a device");
-        c.expect(::lstat((m + "/dev").c_str(), &st) == 0 && st.st_rdev == makedev(4, 300), "its number");
-      }
-      c.expect(::mknod((m + "/fifo").c_str(), S_IFIFO | 0600, 0) == 0, "mknod a fifo");
-      c.expect(::lstat((m + "/fifo").c_str(), &st) == 0 && S_ISFIFO(st.st_mode), "a fifo");
-      // Refusals.
-      c.expect(::rmdir((m + "/a").c_str()) != 0 && errno == ENOTEMPTY, "rmdir of a full directory: ENOTEMPTY");
-      c.expect(::mkdir((m + "/" + std::string(256, 'n')).c_str(), 0755) != 0 && errno == ENAMETOOLONG,
-               "a 256-byte name: ENAMETOOLONG");
-      c.expect(::rmdir((m + "/c-moved").c_str()) == 0, "rmdir");
-      // Times and modes.
-      const timespec times[2] = {{1000000000, 5}, {1200000000, 123456789}};
-      c.expect(::utimensat(AT_FDCWD, (m + "/a/t2").c_str(), times, 0) == 0, "utimensat");
-      c.expect(::stat((m + "/a/t2").c_str(), &st) == 0 && st.st_mtim.tv_sec == 1200000000 &&
-                   st.st_mtim.tv_nsec == 123456789 && st.st_atim.tv_sec == 1000000000,
-               "times kept to the nanosecond");
-      const timespec now_times[2] = {{0, UTIME_NOW}, {0, UTIME_NOW}};
-      c.expect(::utimensat(AT_FDCWD, (m + "/a/t2").c_str(), now_times, 0) == 0 &&
-                   ::stat((m + "/a/t2").c_str(), &st) == 0 && st.st_mtim.tv_sec > 1700000000,
-               "UTIME_NOW");
-      c.expect(::chmod((m + "/a/t2").c_str(), 04711) == 0 && ::stat((m + "/a/t2").c_str(), &st) == 0 &&
-                   (st.st_mode & 07777) == 04711,
-               "chmod");
-      // Extended attributes, as overlayfs keeps its own in a user namespace.
-      const std::string a = m + "/a";
-      c.expect(::setxattr(a.c_str(), "user.overlay.opaque", "y", 1, 0) == 0, "setxattr");
-      c.expect(::setxattr(a.c_str(), "user.overlay.opaque", "y", 1, XATTR_CREATE) != 0 && errno == EEXIST,
-               "XATTR_CREATE of an existing one: EEXIST");
-      c.expect(::getxattr(a.c_str(), "user.overlay.opaque", buf, sizeof buf) == 1 && buf[0] == 'y', "getxattr");
-      n = ::listxattr(a.c_str(), buf, sizeof buf);
-      c.expect(n > 0 && std::string(buf, n).find("user.overlay.opaque") != std::string::npos, "listxattr");
-      c.expect(::setxattr((m + "/a/t2").c_str(), "user.gone", "1", 1, 0) == 0, "setxattr user.gone");
-      c.expect(::removexattr((m + "/a/t2").c_str(), "user.gone") == 0, "removexattr");
-      c.expect(::getxattr((m + "/a/t2").c_str(), "user.gone", buf, sizeof buf) < 0 && errno == ENODATA,
-               "a removed attribute: ENODATA");
-      // A file removed while open stays readable until it is closed.
-      c.expect(spit(m + "/open", "still here"), "write open");
-      int fd = ::open((m + "/open").c_str(), O_RDONLY);
-      c.expect(fd >= 0 && ::unlink((m + "/open").c_str()) == 0, "unlink an open file");
-      n = fd >= 0 ? ::pread(fd, buf, sizeof buf, 0) : -1;
-      c.expect(n == 10 && std::string(buf, 10) == "still here", "read after unlink");
-      if (fd >= 0) ::close(fd);
-      // fsync writes back what the server holds.
-      fd = ::open((m + "/synced").c_str(), O_CREAT | O_WRONLY, 0600);
-      c.expect(fd >= 0 && ::write(fd, "s", 1) == 1 && ::fsync(fd) == 0, "fsync");
-      if (fd >= 0) ::close(fd);
-      struct statvfs vfs {};
-      c.expect(::statvfs(m.c_str(), &vfs) == 0 && vfs.f_bsize == 1024 && vfs.f_blocks > 30000 && vfs.f_bfree > 0 &&
-                   vfs.f_files > 0,
-               "statfs");
-      return c.ok;
-    });
+    return with_server(
+        image, 0, true, m, [&] { return exercise_every_operation(m, root); }, "", false);
   });
   if (result == 77) GTEST_SKIP() << "no private mount namespace here";
   ASSERT_EQ(result, 0);
-  expect_clean(image);
-  std::string big;
-  for (int i = 0; i < 40000; ++i) big += std::to_string(i % 97) + ",";
-  EXPECT_EQ(debugfs("cat /a/b/big", image), big);
-  EXPECT_EQ(debugfs("cat /a/b/r1", image), "one");
-  const std::string listing = debugfs("ls -l /many", image);
-  EXPECT_NE(listing.find("file-with-a-longish-name-599"), std::string::npos);
-  EXPECT_NE(debugfs("stat /a/t2", image).find("Links: 1"), std::string::npos);
-  EXPECT_EQ(debugfs("cat /synced", image), "s");
-  if (root) {
-    EXPECT_NE(debugfs("stat /w", image).find("Type: character special"), std::string::npos);
-  }
+  check_every_operation(root);
+}
+
+// The same through the kernel's FUSE-over-io_uring queues (Linux 6.14+), switched on for
+// this test where root may, and the server's own count shows the rings answered.
+TEST_F(Ext3Server, ServesEveryOperationThroughIoUringWhereTheKernelHasIt) {
+  FuseUringSwitch uring;
+  if (!uring.on()) GTEST_SKIP() << uring.why_off();
+  make_ext3(image, 32);
+  const std::string m = mnt;
+  const bool root = ::geteuid() == 0;
+  const std::string server_log = work / "server.log";
+  int result = test::in_private_mount_namespace([&] {
+    return with_server(
+        image, 0, true, m, [&] { return exercise_every_operation(m, root); }, server_log);
+  });
+  if (result == 77) GTEST_SKIP() << "no private mount namespace here";
+  ASSERT_EQ(result, 0) << slurp(server_log);
+  check_every_operation(root);
+  const std::string log_text = slurp(server_log);
+  EXPECT_NE(log_text.find("answering through io_uring"), std::string::npos) << log_text;
+  const std::size_t count_at = log_text.find("ext3 FUSE server: ");
+  const std::size_t answered_at = log_text.find(" requests answered through io_uring");
+  ASSERT_NE(answered_at, std::string::npos) << log_text;
+  const std::size_t number_at = log_text.rfind(' ', answered_at - 1) + 1;
+  ASSERT_NE(count_at, std::string::npos);
+  // Some 2,000 requests go to the server in all; all but INIT, FORGET and the first few
+  // before every queue had registered come through the rings.
+  EXPECT_GT(std::stoul(log_text.substr(number_at, answered_at - number_at)), 1000U) << log_text;
 }
 
 TEST_F(Ext3Server, WhatItWroteIsWhatTheKernelsExt3Reads) {
