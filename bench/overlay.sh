@@ -5,7 +5,10 @@
 #   host    a plain directory on the host's file system, no container (the baseline)
 #   root    root: `capsa exec --overlay IMG`: loop device + the kernel's ext3 + overlayfs
 #   user    the unprivileged user: the same command: capsa's ext3 FUSE server under the
-#           kernel's overlayfs (in the user namespace)
+#           kernel's overlayfs (in the user namespace), requests through /dev/fuse
+#   userring the same through FUSE over io_uring, where the kernel has it (Linux 6.14+:
+#           the script turns /sys/module/fuse/parameters/enable_uring on for this mode
+#           only and puts it back afterwards; skipped with URING=0)
 #   user2fs the same with CAPSA_EXT3_FUSE=fuse2fs: Debian's fuse2fs + fuse-overlayfs, the
 #           way before capsa had its own server (skipped with FUSE2FS=0)
 # The same static busybox (tar, find, cat) does the work each time. A write counts until
@@ -23,7 +26,14 @@ capsa=${CAPSA:-$root/build/src/cli/capsa}
 files=${1:-20000}
 runs=${2:-3}
 modes="root user"
-[ "${FUSE2FS:-1}" = 0 ] || modes="root user user2fs"
+uring_switch=/sys/module/fuse/parameters/enable_uring
+if [ "${URING:-1}" != 0 ] && [ -w "$uring_switch" ]; then
+  modes="$modes userring"
+  uring_before=$(cat "$uring_switch")
+fi
+# Run on exit by bench_workdir's handler (bench/lib.sh).
+bench_cleanup() { [ -z "${uring_before:-}" ] || echo "$uring_before" > "$uring_switch"; }
+[ "${FUSE2FS:-1}" = 0 ] || modes="$modes user2fs"
 user=${CAPSA_TEST_USER:-capsa-test}
 sif=$root/tests/fixtures/upstream/sif/real/busybox_amd64.sif
 
@@ -82,9 +92,11 @@ for run in $(seq "$runs"); do
     rm -f "$img"
     case $who in
       root) as="env" ;;
-      user) as="as_user env CAPSA_EXT3_FUSE=builtin" ;;
+      user | userring) as="as_user env CAPSA_EXT3_FUSE=builtin" ;;
       user2fs) as="as_user env CAPSA_EXT3_FUSE=fuse2fs" ;;
     esac
+    # Only the userring mode may use io_uring, whatever the switch was before.
+    if [ "$who" = userring ]; then echo Y > "$uring_switch"; elif [ -n "${uring_before:-}" ]; then echo N > "$uring_switch"; fi
     $as "$capsa" overlay create --sparse --size 1024 "$img"
     drop
     t0=$(now)
@@ -111,6 +123,7 @@ for who in host $modes; do
     host) how="plain directory, no container" ;;
     root) how="root: loop + kernel ext3 + overlayfs" ;;
     user) how="user: capsa ext3 FUSE + kernel overlayfs" ;;
+    userring) how="user: the same, FUSE over io_uring" ;;
     user2fs) how="user: fuse2fs + fuse-overlayfs" ;;
   esac
   awk -v m="$who" -v h="$how" -v w="$w" -v r="$r" -v wh="$wh" -v rh="$rh" \
@@ -119,6 +132,11 @@ done
 wu=$(median "$work/write-user"); ru=$(median "$work/read-user")
 awk -v wu="$wu" -v wr="$wr" -v ru="$ru" -v rr="$rr" \
   'BEGIN { printf "unprivileged / root: writes %.2fx, reads %.2fx (target: writes <= 3x)\n", wu / wr, ru / rr }'
+if [ -s "$work/write-userring" ]; then
+  wi=$(median "$work/write-userring"); ri=$(median "$work/read-userring")
+  awk -v wu="$wi" -v wr="$wr" -v ru="$ri" -v rr="$rr" \
+    'BEGIN { printf "FUSE over io_uring / root: writes %.2fx, reads %.2fx\n", wu / wr, ru / rr }'
+fi
 if [ -s "$work/write-user2fs" ]; then
   wf=$(median "$work/write-user2fs"); rf=$(median "$work/read-user2fs")
   awk -v wu="$wf" -v wr="$wr" -v ru="$rf" -v rr="$rr" \
