@@ -362,6 +362,32 @@ TEST_F(Ext3Server, ServesEveryOperationThroughIoUringWhereTheKernelHasIt) {
   EXPECT_GT(std::stoul(log_text.substr(number_at, answered_at - number_at)), 1000U) << log_text;
 }
 
+// Where the kernel offers FUSE over io_uring but no ring can be made (io_uring turned off
+// for everyone: kernel.io_uring_disabled=2), INIT does not accept it and /dev/fuse serves:
+// had INIT accepted it, every request would wait forever for the rings.
+TEST_F(Ext3Server, ServesThroughDevFuseWhereNoRingCanBeMade) {
+  if (::geteuid() != 0) GTEST_SKIP() << "only root may turn io_uring off (kernel.io_uring_disabled)";
+  FuseUringSwitch uring;
+  if (!uring.on()) GTEST_SKIP() << uring.why_off();
+  const std::string sysctl = "/proc/sys/kernel/io_uring_disabled";
+  const std::string before = slurp(sysctl);
+  if (before.empty() || !spit(sysctl, "2")) GTEST_SKIP() << "no " << sysctl << " to set";
+  make_ext3(image, 32);
+  const std::string m = mnt;
+  const std::string server_log = work / "server.log";
+  int result = test::in_private_mount_namespace([&] {
+    return with_server(
+        image, 0, true, m, [&] { return exercise_every_operation(m, true); }, server_log);
+  });
+  spit(sysctl, before);
+  if (result == 77) GTEST_SKIP() << "no private mount namespace here";
+  ASSERT_EQ(result, 0) << slurp(server_log);
+  check_every_operation(true);
+  const std::string log_text = slurp(server_log);
+  EXPECT_NE(log_text.find("no io_uring"), std::string::npos) << log_text;
+  EXPECT_NE(log_text.find(" 0 requests answered through io_uring (0 queues)"), std::string::npos) << log_text;
+}
+
 TEST_F(Ext3Server, WhatItWroteIsWhatTheKernelsExt3Reads) {
   if (::geteuid() != 0) GTEST_SKIP() << "mounting an ext3 image with the kernel needs root";
   make_ext3(image, 16);
