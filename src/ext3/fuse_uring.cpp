@@ -16,6 +16,7 @@
 #include <cerrno>
 #include <condition_variable>
 #include <cstddef>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <new>
@@ -151,8 +152,18 @@ unsigned possible_cpus() {
   return std::max(count, 1U);
 }
 
-void prepare_command(io_uring_sqe* sqe, int fuse_fd, std::uint32_t op, std::uint16_t qid, std::uint64_t commit_id,
+// A free SQE. The ring has room for every entry's command and the stop poll at once, so
+// there is one, after a submit at worst; without one the server cannot go on.
+io_uring_sqe* free_sqe(io_uring& ring) {
+  io_uring_sqe* sqe = io_uring_get_sqe(&ring);
+  if (sqe == nullptr && io_uring_submit(&ring) >= 0) sqe = io_uring_get_sqe(&ring);
+  if (sqe == nullptr) std::abort();  // the connection aborts: callers get errors, not a hang
+  return sqe;
+}
+
+void prepare_command(io_uring& ring, int fuse_fd, std::uint32_t op, std::uint16_t qid, std::uint64_t commit_id,
                      RingEntry* entry) {
+  io_uring_sqe* sqe = free_sqe(ring);
   std::memset(sqe, 0, 128);  // an SQE128: the command area must be zero past the command
   const bool registering = op == kRegister;
   io_uring_prep_rw(IORING_OP_URING_CMD, sqe, fuse_fd, registering ? entry->iov : nullptr, registering ? 2 : 0, 0);
@@ -223,10 +234,10 @@ bool FuseUring::Queue::make_ring() {
 }
 
 void FuseUring::Queue::register_entries() {
-  io_uring_sqe* sqe = io_uring_get_sqe(&ring);
+  io_uring_sqe* sqe = free_sqe(ring);
   io_uring_prep_poll_add(sqe, owner.stop_fd_, POLLIN);
   io_uring_sqe_set_data(sqe, nullptr);
-  for (auto& entry : entries) prepare_command(io_uring_get_sqe(&ring), owner.fuse_fd_, kRegister, qid, 0, entry.get());
+  for (auto& entry : entries) prepare_command(ring, owner.fuse_fd_, kRegister, qid, 0, entry.get());
 }
 
 // Rebuilds the request in front of its payload, has libfuse answer it, and queues the
@@ -258,7 +269,7 @@ void FuseUring::Queue::answer(RingEntry& entry) {
   }
   entry.answered_once = true;
   owner.answered_.fetch_add(1, std::memory_order_relaxed);
-  prepare_command(io_uring_get_sqe(&ring), owner.fuse_fd_, kCommitAndFetch, qid, commit_id, &entry);
+  prepare_command(ring, owner.fuse_fd_, kCommitAndFetch, qid, commit_id, &entry);
 }
 
 void FuseUring::Queue::run() {
