@@ -21,6 +21,7 @@
 #include <fstream>
 #include <new>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include "util/log.hpp"
@@ -133,23 +134,38 @@ bool offers_io_uring(const fuse_buf& request) {
   return (init.flags & FUSE_INIT_EXT) != 0 && (init.flags2 & (kFuseOverIoUring >> 32)) != 0;
 }
 
-// The kernel makes one queue per possible CPU ("0-3", "0-3,8-11"): their count.
+// The kernel makes one queue per possible CPU and uses the rings only once each has an
+// entry, so a count too low would hold every request back forever: read from the list the
+// kernel counts ("0-3", "0-3,8-11"), not sysconf (older glibc counts the CPUs present).
+// 0 when it cannot be read: no rings then.
 unsigned possible_cpus() {
   std::ifstream in("/sys/devices/system/cpu/possible");
   std::string ranges;
-  if (!std::getline(in, ranges)) return static_cast<unsigned>(std::max(1L, ::sysconf(_SC_NPROCESSORS_CONF)));
+  if (!std::getline(in, ranges)) return 0;
   unsigned count = 0;
   std::size_t at = 0;
-  while (at < ranges.size()) {
-    const std::size_t comma = std::min(ranges.find(',', at), ranges.size());
-    const std::string range = ranges.substr(at, comma - at);
-    const std::size_t dash = range.find('-');
-    const unsigned first = static_cast<unsigned>(std::stoul(range.substr(0, dash)));
-    const unsigned last = dash == std::string::npos ? first : static_cast<unsigned>(std::stoul(range.substr(dash + 1)));
-    count += last - first + 1;
-    at = comma + 1;
+  try {
+    while (at < ranges.size()) {
+      const std::size_t comma = std::min(ranges.find(',', at), ranges.size());
+      const std::string range = ranges.substr(at, comma - at);
+      const std::size_t dash = range.find('-');
+      const unsigned long first = std::stoul(range.substr(0, dash));
+      const unsigned long last = dash == std::string::npos ? first : std::stoul(range.substr(dash + 1));
+      if (last < first) return 0;
+      count += static_cast<unsigned>(last - first + 1);
+      at = comma + 1;
+    }
+  } catch (const std::exception&) {  // not a CPU list
+    return 0;
   }
-  return std::max(count, 1U);
+  return count;
+}
+
+// Ends the whole service rather than leave the container's calls waiting for a ring that
+// no longer answers: the connection aborts and they get errors.
+void end_service(std::string_view why, int error) {
+  log::error({"ext3 FUSE server: ", why, ": ", std::strerror(error)});
+  ::kill(::getpid(), SIGTERM);
 }
 
 // A free SQE. The ring has room for every entry's command and the stop poll at once, so
@@ -282,8 +298,7 @@ void FuseUring::Queue::run() {
     while (serving) {
       const int submitted = io_uring_submit_and_wait(&ring, 1);
       if (submitted < 0 && submitted != -EINTR) {
-        log::error({"ext3 FUSE server: io_uring failed: ", std::strerror(-submitted)});
-        ::kill(::getpid(), SIGTERM);  // end the service rather than leave its callers waiting
+        end_service("io_uring failed", -submitted);
         break;
       }
       io_uring_cqe* cqe = nullptr;
@@ -302,8 +317,7 @@ void FuseUring::Queue::run() {
             // The kernel refused the ring (and serves through /dev/fuse from now on).
             log::debug({"ext3 FUSE server: io_uring queue refused: ", std::strerror(error)});
           } else if (error != ENOTCONN && error != ECONNABORTED) {
-            log::error({"ext3 FUSE server: io_uring request failed: ", std::strerror(error)});
-            ::kill(::getpid(), SIGTERM);
+            end_service("io_uring request failed", error);
           }
         }
       }
@@ -327,9 +341,9 @@ bool FuseUring::set_up_rings() {
   stop_fd_ = ::eventfd(0, EFD_CLOEXEC);
   if (stop_fd_ < 0) return false;
   const unsigned cpus = possible_cpus();
-  bool all_ready = true;
+  bool all_ready = cpus > 0;
   try {
-    for (unsigned qid = 0; qid < cpus; ++qid) {
+    for (unsigned qid = 0; all_ready && qid < cpus; ++qid) {
       queues_.push_back(std::make_unique<Queue>(*this, static_cast<std::uint16_t>(qid)));
       queues_.back()->start();
     }
@@ -338,7 +352,7 @@ bool FuseUring::set_up_rings() {
   }
   for (auto& queue : queues_)
     if (queue->await_change_from(Queue::Phase::starting) != Queue::Phase::ready) all_ready = false;
-  if (!all_ready) release_rings();
+  if (!all_ready) stop();
   return all_ready;
 }
 
@@ -374,14 +388,15 @@ void FuseUring::process_from_device(const fuse_buf& request) {
   }
   if (!offering) return;
   if (!accepted_) {
-    release_rings();
+    stop();
     return;
   }
   log::debug({"ext3 FUSE server: answering through io_uring, ", std::to_string(queues_.size()), " queues"});
   for (auto& queue : queues_) queue->set(Queue::Phase::go);
 }
 
-void FuseUring::release_rings() {
+// Idempotent: the threads are joined once, the eventfd closed once.
+void FuseUring::stop() {
   if (stop_fd_ >= 0) {
     const std::uint64_t one = 1;
     [[maybe_unused]] ssize_t written = ::write(stop_fd_, &one, sizeof one);
@@ -392,12 +407,6 @@ void FuseUring::release_rings() {
   }
   if (stop_fd_ >= 0) ::close(stop_fd_);
   stop_fd_ = -1;
-}
-
-void FuseUring::stop() {
-  if (released_) return;
-  released_ = true;
-  release_rings();
 }
 
 }  // namespace capsa::ext3
