@@ -20,7 +20,7 @@ endif()
 # In link order: each library before the ones it uses.
 set(capsa_portable_archives
     "${CAPSA_PORTABLE_CURL}" archive gpgme assuan gpg-error squashfs fuse3 ext2fs e2p com_err uring yaml-cpp seccomp cap
-    ssl crypto nettle zstd lz4 lzma bz2 z)
+    ssl crypto nettle deflate zstd lz4 lzma bz2 z)
 set(capsa_portable_link)
 foreach(lib IN LISTS capsa_portable_archives)
   if(IS_ABSOLUTE "${lib}")

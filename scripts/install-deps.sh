@@ -18,11 +18,12 @@ esac
 # specs written as YAML (--device); libgpgme-dev: OpenPGP signatures and keys (sign, verify, key);
 # libtomlplusplus-dev: the administrator's execution control list (ecl.toml), and the
 # cgroups TOML of --apply-cgroups (both header-only); libext2fs-dev, comerr-dev: capsa's own FUSE
-# server for ext3 overlays (src/ext3); liburing-dev: its FUSE over io_uring.
+# server for ext3 overlays (src/ext3); liburing-dev: its FUSE over io_uring; libdeflate-dev:
+# inflating gzip images in capsa's squashfs FUSE server.
 packages="
   build-essential cmake ninja-build pkg-config git
   libcli11-dev nlohmann-json3-dev libyaml-cpp-dev libssl-dev libgpgme-dev libtomlplusplus-dev
-  libsquashfs-dev libzstd-dev liblz4-dev liblzma-dev zlib1g-dev
+  libsquashfs-dev libdeflate-dev libzstd-dev liblz4-dev liblzma-dev zlib1g-dev
   libarchive-dev libcurl4-openssl-dev libfuse3-dev libseccomp-dev libcap-dev libext2fs-dev comerr-dev liburing-dev
 "
 # Running: FUSE for unprivileged containers, newuidmap/newgidmap for --fakeroot with subuid

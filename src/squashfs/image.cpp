@@ -9,6 +9,7 @@
 #include <new>
 #include <utility>
 
+#include "squashfs/gzip_decompressor.hpp"
 #include "squashfs/inode_bounds.hpp"
 #include "squashfs/zstd_decompressor.hpp"
 
@@ -88,6 +89,7 @@ void Image::open() {
 
 CompressorPtr Image::make_decompressor() const {
   if (super_.compression_id == SQFS_COMP_ZSTD) return make_zstd_decompressor(super_.block_size);
+  if (super_.compression_id == SQFS_COMP_GZIP) return make_gzip_decompressor(super_.block_size);
   sqfs_compressor_t* raw = nullptr;
   int ret = sqfs_compressor_create(&decompressor_config_, &raw);
   if (ret == SQFS_ERROR_UNSUPPORTED) {

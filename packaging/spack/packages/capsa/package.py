@@ -32,6 +32,8 @@ class Capsa(CMakePackage):
     depends_on("gpgme")
     depends_on("libfuse@3:")
     depends_on("zstd")
+    depends_on("libdeflate")
+    depends_on("liburing")
     # libsquashfs (squashfs-tools-ng) has no Spack package: configure finds the system's
     # through pkg-config (Debian: libsquashfs-dev; RHEL: squashfs-tools-ng-devel from EPEL).
 
