@@ -12,7 +12,8 @@
 #   warm   caches dropped, then the SIF read once on the host: decompression + FS, no disk
 # Prints MB/s, files/s and the time ratio to the kernel (1.00 = as fast; the target for
 # the unprivileged default is <= 1.5), the median of RUNS runs (the drivers take turns). File contents are
-# base64 text, which zstd compresses to about 3/4 (real images: 1/2 to 1/3).
+# base64 text, which zstd compresses to about 3/4 (real images: 1/2 to 1/3). COMP=gzip
+# builds the image with gzip instead, mksquashfs's and Apptainer's default.
 # Needs root (drop_caches, loop devices) and the unprivileged test user.
 #   bench/read.sh [FILES] [LARGE_MB] [THREADS] [RUNS]       defaults: 2000 64 8 1 (smoke)
 #   full size:    bench/read.sh 20000 2048 16 5
@@ -25,6 +26,11 @@ threads=${3:-8}
 runs=${4:-1}
 user=${CAPSA_TEST_USER:-capsa-test}
 drivers=${CAPSA_BENCH_DRIVERS:-kernel builtin squashfuse}
+comp=${COMP:-zstd}
+case "$comp" in
+  zstd|gzip) ;;
+  *) echo "bench/read.sh: COMP must be zstd or gzip, not '$comp'" >&2; exit 2 ;;
+esac
 
 . "$root/bench/lib.sh"
 bench_preflight read.sh "drop_caches, loop devices"
@@ -55,13 +61,13 @@ for i in range(count):
         f.write(data)
 PY
 head -c "$((large_mb * 786432))" /dev/urandom | base64 -w 0 > "$work/tree/data/large"
-mksquashfs "$work/tree" "$work/part.sqfs" -comp zstd -b 131072 -noappend -quiet -no-progress -all-root -no-xattrs >/dev/null
+mksquashfs "$work/tree" "$work/part.sqfs" -comp "$comp" -b 131072 -noappend -quiet -no-progress -all-root -no-xattrs >/dev/null
 rm -rf "$work/tree"
 "$capsa" sif new "$work/bench.sif" >/dev/null
 "$capsa" sif add --datatype 4 --partfs 1 --parttype 2 --partarch 2 --groupid 1 "$work/bench.sif" "$work/part.sqfs" >/dev/null
 rm -f "$work/part.sqfs"
 chmod 644 "$work/bench.sif"
-echo "image: $(($(stat -c %s "$work/bench.sif") / 1048576)) MiB; $(nproc) CPUs; $threads threads; median of $runs" >&2
+echo "image: $(($(stat -c %s "$work/bench.sif") / 1048576)) MiB, $comp; $(nproc) CPUs; $threads threads; median of $runs" >&2
 
 # One run: prints "BYTES FILES SECONDS" as measured inside the container.
 run_once() {  # DRIVER CACHE ARGS...
