@@ -62,9 +62,11 @@ if not any(name == "version" for name, _, _ in package.directives):
 # What the CMake build looks for, by the name Spack gives it.
 spack_name = {"OpenSSL": "openssl", "nlohmann_json": "nlohmann-json", "yaml-cpp": "yaml-cpp", "CLI11": "cli11",
               "LibArchive": "libarchive", "CURL": "curl", "libseccomp": "libseccomp", "libcap": "libcap",
-              "gpgme": "gpgme", "fuse3": "libfuse", "PkgConfig": "pkgconfig", "libzstd": "zstd"}
+              "gpgme": "gpgme", "fuse3": "libfuse", "PkgConfig": "pkgconfig", "libzstd": "zstd",
+              "libdeflate": "libdeflate", "e2p": "e2fsprogs", "liburing": "liburing"}
 cmake_text = ""
-for path in ("cmake/CapsaDependencies.cmake", "src/signing/CMakeLists.txt", "src/squashfs/CMakeLists.txt"):
+for path in ("cmake/CapsaDependencies.cmake", "src/signing/CMakeLists.txt", "src/squashfs/CMakeLists.txt",
+             "src/ext3/CMakeLists.txt"):
     with open(f"{source}/{path}") as handle:
         cmake_text += handle.read()
 found = set(re.findall(r"find_package\((\w[\w-]*)", cmake_text))

@@ -34,6 +34,7 @@ class Capsa(CMakePackage):
     depends_on("zstd")
     depends_on("libdeflate")
     depends_on("liburing")
+    depends_on("e2fsprogs")  # libext2fs, libe2p, libcom_err: the ext3 overlays' FUSE server
     # libsquashfs (squashfs-tools-ng) has no Spack package: configure finds the system's
     # through pkg-config (Debian: libsquashfs-dev; RHEL: squashfs-tools-ng-devel from EPEL).
 
