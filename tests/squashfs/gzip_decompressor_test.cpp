@@ -2,14 +2,20 @@
 // mksquashfs and libsquashfs write them; whole images go through it in reader_test.cpp.
 #include "squashfs/gzip_decompressor.hpp"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sqfs/compressor.h>
 #include <sqfs/error.h>
 #include <zlib.h>
 
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <vector>
+
+#include "squashfs/image.hpp"
+#include "squashfs/zstd_decompressor.hpp"
+#include "util/fd.hpp"
 
 namespace capsa::squashfs {
 namespace {
@@ -72,6 +78,29 @@ TEST(GzipDecompressor, DescribesItselfAsGzipAndCopies) {
   ASSERT_TRUE(copy);
   std::vector<std::uint8_t> out(kBlockSize);
   EXPECT_EQ(inflate(copy.get(), zlib_block("copied"), out), 6);
+}
+
+// The reader tests pass with libsquashfs's own decompressors too: this checks that an
+// image hands out capsa's (their block function is the one capsa's objects carry).
+TEST(GzipDecompressor, IsWhatGzipImagesUseAsZstdImagesUseTheirs) {
+  const std::string corpus = std::string(CAPSA_FUZZ_CORPUS) + "/fuse_server/";
+  struct Case {
+    const char* file;
+    CompressorPtr (*make)(std::uint32_t);
+  };
+  for (const Case& c : {Case{"small-blocks-gzip.sqfs", make_gzip_decompressor},
+                        Case{"small-blocks-zstd.sqfs", make_zstd_decompressor}}) {
+    SCOPED_TRACE(c.file);
+    const std::string path = corpus + c.file;
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    ASSERT_TRUE(fd);
+    Image image(fd.get(), 0, std::filesystem::file_size(path), path);
+    CompressorPtr used = image.make_decompressor();
+    EXPECT_EQ(used->do_block, c.make(kBlockSize)->do_block);
+  }
+  CompressorPtr gzip = make_gzip_decompressor(kBlockSize);
+  CompressorPtr zstd = make_zstd_decompressor(kBlockSize);
+  EXPECT_NE(gzip->do_block, zstd->do_block) << "the comparison above tells the codecs apart";
 }
 
 }  // namespace
