@@ -94,7 +94,13 @@ void op_init(void* userdata, fuse_conn_info* conn) {
   // fuse-overlayfs (where the kernel refuses overlayfs) does not pass on, so the writer
   // never learns of ENOSPC; and what the kernel holds when the server must end is lost.
   conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
-  (void)volume;
+  // Files are opened and closed without asking the server (the first OPEN answers
+  // ENOSYS), two round trips fewer a file: bench/overlay.sh's read-back of 20,000 small
+  // files took 0.96 s instead of 1.19 (its unpack, 19 requests a file, did not change). Not
+  // with io_uring: its FORGETs come through /dev/fuse, unordered with the rings, and a
+  // removed file's space would come back only some requests after the unlink returned.
+  if ((conn->capable & FUSE_CAP_NO_OPEN_SUPPORT) != 0 && !FuseUring::offering_in_this_init())
+    volume->open_without_telling();
   if (conn->capable & FUSE_CAP_CACHE_SYMLINKS) conn->want |= FUSE_CAP_CACHE_SYMLINKS;
   conn->want &= ~FUSE_CAP_POSIX_ACL;
   conn->time_gran = 1;
@@ -213,11 +219,14 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t n
   });
 }
 
-// Files keep no state of their own beyond a count of opens: every read and write names
-// the inode (the kernel's writeback may use any open file, or none that was opened for
-// writing).
+// Files keep no state of their own beyond a count of opens, and none once the kernel
+// opens them itself: every read and write names the inode (the kernel's writeback may
+// use any open file, or none that was opened for writing).
 void op_open(fuse_req_t req, fuse_ino_t node, fuse_file_info* fi) {
   answer(req, [&](Volume& volume) {
+    // A success: the kernel opens files itself from now on (the mount is read-only where
+    // the volume is, so the kernel refuses opens for writing there).
+    if (!volume.opens_told()) throw Errno{ENOSYS};
     if ((fi->flags & O_ACCMODE) != O_RDONLY && !volume.writable()) throw Errno{EROFS};
     if (S_ISDIR(volume.attributes(ino_of(node)).st_mode)) throw Errno{EISDIR};
     fi->keep_cache = 1;  // nothing else changes the file: what the kernel cached stays true
@@ -232,7 +241,7 @@ void op_create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
     fi->keep_cache = 1;
     if (fuse_reply_create(req, &e, fi) == 0) {
       volume.remember(ino);
-      volume.opened(ino);
+      if (volume.opens_told()) volume.opened(ino);
     }
   });
 }

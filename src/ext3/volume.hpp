@@ -129,6 +129,12 @@ class Volume {
   // kernel still knows the inode (its number is reused only once the kernel forgets it).
   void opened(Ino ino);
   void closed(Ino ino);
+  // From now on the kernel opens and closes files without telling the server (FUSE's
+  // no_open: two round trips fewer a file): any inode the kernel knows may be open, so
+  // the data of a removed one stays until the kernel forgets it, as a kernel file system
+  // keeps it until the last close.
+  void open_without_telling() { opens_told_ = false; }
+  bool opens_told() const { return opens_told_; }
 
  private:
   struct Inode;
@@ -148,6 +154,7 @@ class Volume {
   struct_ext2_filsys* fs_ = nullptr;
   bool writable_;
   bool writing_ = false;
+  bool opens_told_ = true;
   std::string label_;
   std::unordered_map<Ino, std::uint64_t> lookups_;
   std::unordered_map<Ino, std::uint64_t> opens_;
