@@ -96,7 +96,7 @@ void op_init(void* userdata, fuse_conn_info* conn) {
   conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
   // Files are opened and closed without asking the server (the first OPEN answers
   // ENOSYS), two round trips fewer a file: bench/overlay.sh's read-back of 20,000 small
-  // files took 0.96 s instead of 1.19 (its unpack, 19 requests a file, did not change). Not
+  // files took 0.96 s instead of 1.19 (its unpack took as long as before). Not
   // with io_uring: its FORGETs come through /dev/fuse, unordered with the rings, and a
   // removed file's space would come back only some requests after the unlink returned.
   if ((conn->capable & FUSE_CAP_NO_OPEN_SUPPORT) != 0 && !FuseUring::offering_in_this_init())
