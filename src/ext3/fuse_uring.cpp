@@ -378,8 +378,6 @@ void FuseUring::accept_in_init_reply(void* init_out, std::size_t size) {
   accepted_ = true;
 }
 
-bool FuseUring::offering_in_this_init() { return t_init_accepting != nullptr; }
-
 void FuseUring::process_from_device(const fuse_buf& request) {
   const bool offering = wanted_ && queues_.empty() && offers_io_uring(request) && set_up_rings();
   {

@@ -45,10 +45,6 @@ class FuseUring {
   // Ends the ring threads and waits for them. Safe to call again.
   void stop();
 
-  // True while this thread answers an INIT that offers io_uring to the kernel (for the
-  // INIT handler: FORGETs then come through /dev/fuse, unordered with ring requests).
-  static bool offering_in_this_init();
-
   // For the server's debugging line: the rings in use (0: none) and what they answered.
   std::size_t queues_in_use() const { return accepted_ ? queues_.size() : 0; }
   std::uint64_t answered_through_rings() const { return answered_.load(); }

@@ -575,7 +575,7 @@ void Volume::drop_link(Ino ino) {
     return;
   }
   unlinked_.insert(ino);
-  if (opens_told_ && opens_.count(ino) == 0) free_data(ino);
+  if (opens_.count(ino) == 0) free_data(ino);
 }
 
 // The blocks of a removed file nobody has open: the space is free at once, not when the

@@ -130,9 +130,8 @@ class Volume {
   void opened(Ino ino);
   void closed(Ino ino);
   // From now on the kernel opens and closes files without telling the server (FUSE's
-  // no_open: two round trips fewer a file): any inode the kernel knows may be open, so
-  // the data of a removed one stays until the kernel forgets it, as a kernel file system
-  // keeps it until the last close.
+  // no_open: two round trips fewer a file). Only for a read-only volume, where no file is
+  // removed: on a writable one a removed file's space would wait for the kernel's FORGET.
   void open_without_telling() { opens_told_ = false; }
   bool opens_told() const { return opens_told_; }
 

@@ -488,6 +488,45 @@ TEST_F(Ext3Server, AFullFileSystemAnswersENOSPCAndStaysConsistent) {
   EXPECT_EQ(debugfs("cat /after", image), "room again");
 }
 
+// A removed file keeps its data while a descriptor has it open, and its space comes back
+// when that closes, not when the kernel forgets the inode: the kernel sends FORGET after
+// the requests already queued, so a write straight after `rm` on a full overlay failed
+// with ENOSPC while the server waited for it (1 run in 5 under load). The O_PATH
+// descriptor keeps the kernel's inode, and so its FORGET, back until the end.
+TEST_F(Ext3Server, ARemovedFileKeepsItsDataWhileOpenAndItsSpaceComesBackAtTheLastClose) {
+  make_ext3(image, 8);
+  const std::string m = mnt;
+  int result = test::in_private_mount_namespace([&] {
+    return with_server(image, 0, true, m, [&] {
+      Checks c;
+      const std::string data(4 << 20, 'r');
+      const auto free_bytes = [&] {
+        struct statvfs st {};
+        return ::statvfs(m.c_str(), &st) == 0 ? st.f_bfree * st.f_frsize : 0;
+      };
+      c.expect(spit(m + "/big", data), "write 4 MiB");
+      const int reader = ::open((m + "/big").c_str(), O_RDONLY);
+      const int held = ::open((m + "/big").c_str(), O_PATH);
+      c.expect(reader >= 0 && held >= 0, "open it, and an O_PATH descriptor");
+      const std::uint64_t before = free_bytes();
+      c.expect(::unlink((m + "/big").c_str()) == 0, "removing it");
+      // Dropped from the page cache: the read below asks the server.
+      c.expect(::posix_fadvise(reader, 0, 0, POSIX_FADV_DONTNEED) == 0, "fadvise");
+      std::string back(data.size(), '\0');
+      c.expect(::pread(reader, back.data(), back.size(), 0) == static_cast<ssize_t>(back.size()) && back == data,
+               "reading it after it was removed");
+      c.expect(free_bytes() < before + data.size(), "its space still taken while open");
+      if (reader >= 0) ::close(reader);
+      c.expect(free_bytes() >= before + data.size(), "its 4 MiB free at the last close");
+      if (held >= 0) ::close(held);
+      return c.ok;
+    });
+  });
+  if (result == 77) GTEST_SKIP() << "no private mount namespace here";
+  ASSERT_EQ(result, 0);
+  expect_clean(image);
+}
+
 TEST_F(Ext3Server, RefusesAFeatureItCannotWriteInOneLine) {
   auto made = test::run_process({tool("mkfs.ext4"), "-q", "-F", "-O", "quota", image, "8M"});
   if (made.exit_code != 0 && made.err.find("quota") != std::string::npos) GTEST_SKIP() << made.err;
