@@ -36,7 +36,15 @@ namespace {
 // attributes until it forgets them.
 constexpr double kCacheTimeout = 365.0 * 24 * 3600;
 
-Volume& volume_of(fuse_req_t req) { return *static_cast<Volume*>(fuse_req_userdata(req)); }
+// What the handlers share: the volume, and whether the kernel opens and closes files
+// without asking (FUSE's no_open, set by op_init).
+struct Served {
+  Volume& volume;
+  bool kernel_opens_files = false;
+};
+
+Served& served_of(fuse_req_t req) { return *static_cast<Served*>(fuse_req_userdata(req)); }
+Volume& volume_of(fuse_req_t req) { return served_of(req).volume; }
 
 // The kernel's node 1 is the root; every other node id is the inode number (inode 1,
 // the bad-blocks inode, is never shown).
@@ -87,7 +95,7 @@ void reply_attr(fuse_req_t req, Volume& volume, Ino ino) {
 }
 
 void op_init(void* userdata, fuse_conn_info* conn) {
-  auto* volume = static_cast<Volume*>(userdata);
+  auto* served = static_cast<Served*>(userdata);
   // No writeback cache: measured with bench/overlay.sh's tar of 20,000 small files it
   // saved nothing (each file is one write either way), and it holds writes in the
   // kernel until a close or fsync: a full file system then fails the close, which
@@ -101,7 +109,7 @@ void op_init(void* userdata, fuse_conn_info* conn) {
   // from the kernel's FORGET, which the kernel sends after the requests already queued,
   // so the space of `rm big` did not come back in time for the next write (ENOSPC in 1
   // run in 5 of the full-file-system test under load).
-  if ((conn->capable & FUSE_CAP_NO_OPEN_SUPPORT) != 0 && !volume->writable()) volume->open_without_telling();
+  served->kernel_opens_files = (conn->capable & FUSE_CAP_NO_OPEN_SUPPORT) != 0 && !served->volume.writable();
   if (conn->capable & FUSE_CAP_CACHE_SYMLINKS) conn->want |= FUSE_CAP_CACHE_SYMLINKS;
   conn->want &= ~FUSE_CAP_POSIX_ACL;
   conn->time_gran = 1;
@@ -225,9 +233,9 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t n
 // use any open file, or none that was opened for writing).
 void op_open(fuse_req_t req, fuse_ino_t node, fuse_file_info* fi) {
   answer(req, [&](Volume& volume) {
-    // A success: the kernel opens files itself from now on (the mount is read-only where
-    // the volume is, so the kernel refuses opens for writing there).
-    if (!volume.opens_told()) throw Errno{ENOSYS};
+    // A success: the kernel opens files itself from now on (only on a read-only volume,
+    // whose mount refuses opens for writing).
+    if (served_of(req).kernel_opens_files) throw Errno{ENOSYS};
     if ((fi->flags & O_ACCMODE) != O_RDONLY && !volume.writable()) throw Errno{EROFS};
     if (S_ISDIR(volume.attributes(ino_of(node)).st_mode)) throw Errno{EISDIR};
     fi->keep_cache = 1;  // nothing else changes the file: what the kernel cached stays true
@@ -519,7 +527,8 @@ int serve(Volume& volume, int fuse_fd, const EndWatch* container, bool io_uring)
   char program[] = "capsa";
   char* argv[] = {program, nullptr};
   fuse_args args = FUSE_ARGS_INIT(1, argv);
-  fuse_session* session = fuse_session_new(&args, &ops, sizeof(ops), &volume);
+  Served served{volume};
+  fuse_session* session = fuse_session_new(&args, &ops, sizeof(ops), &served);
   fuse_opt_free_args(&args);
   int status = 1;
   if (session != nullptr) {

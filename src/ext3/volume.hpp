@@ -129,11 +129,6 @@ class Volume {
   // kernel still knows the inode (its number is reused only once the kernel forgets it).
   void opened(Ino ino);
   void closed(Ino ino);
-  // From now on the kernel opens and closes files without telling the server (FUSE's
-  // no_open: two round trips fewer a file). Only for a read-only volume, where no file is
-  // removed: on a writable one a removed file's space would wait for the kernel's FORGET.
-  void open_without_telling() { opens_told_ = false; }
-  bool opens_told() const { return opens_told_; }
 
  private:
   struct Inode;
@@ -153,7 +148,6 @@ class Volume {
   struct_ext2_filsys* fs_ = nullptr;
   bool writable_;
   bool writing_ = false;
-  bool opens_told_ = true;
   std::string label_;
   std::unordered_map<Ino, std::uint64_t> lookups_;
   std::unordered_map<Ino, std::uint64_t> opens_;
