@@ -49,6 +49,7 @@ const std::vector<Directive>& all_directives() {
       {"mount slave", K::boolean, "", "yes"},
       {"sessiondir max size", K::number, "", "64"},
       {"keep image seconds", K::number, "", "3"},
+      {"fuse for lone gzip images", K::boolean, "", "yes"},
       {"limit container owners", K::list, "", ""},
       {"limit container groups", K::list, "", ""},
       {"limit container paths", K::list, "", ""},

@@ -62,6 +62,7 @@ SiteConfig site_config_from(const ConfigFile& file) {
   c.allow_container_extfs = yes(file, "allow container extfs");
   c.allow_container_dir = yes(file, "allow container dir");
   c.allow_kernel_squashfs = yes(file, "allow kernel squashfs");
+  c.fuse_for_lone_gzip_images = yes(file, "fuse for lone gzip images");
   c.allow_kernel_extfs = yes(file, "allow kernel extfs");
   c.allow_pid_ns = yes(file, "allow pid ns");
   c.allow_uts_ns = yes(file, "allow uts ns");

@@ -28,6 +28,7 @@ struct SiteConfig {
   bool allow_container_sif = true, allow_container_encrypted = true, allow_container_squashfs = true,
        allow_container_extfs = true, allow_container_dir = true;
   bool allow_kernel_squashfs = true, allow_kernel_extfs = true;
+  bool fuse_for_lone_gzip_images = true;  // capsa's own: root's gzip images without other users go through FUSE
   bool allow_pid_ns = true, allow_uts_ns = true;
   bool always_use_nv = false, always_use_rocm = false, use_nvidia_container_cli = false;
   std::string memory_fs_type = "tmpfs";  // tmpfs | ramfs

@@ -13,6 +13,7 @@
 #include <optional>
 #include <vector>
 
+#include "runtime/lone_start.hpp"
 #include "runtime/loop_device.hpp"
 #include "squashfs/fuse_server.hpp"
 #include "util/detached_child.hpp"
@@ -27,6 +28,17 @@ namespace capsa::runtime {
 namespace {
 
 constexpr unsigned long kImageMountFlags = MS_RDONLY | MS_NOSUID | MS_NODEV;
+
+// Who may use a FUSE mount of the image. Root's containers may switch to other users (su,
+// a service's own account), and an underlay root binds the image's folders in directly,
+// with no overlayfs (which reads its layers with the mounter's credentials) in between:
+// root's mount is everyone's, the kernel checking the image's modes, as on the kernel's
+// squashfs. Anyone else's is theirs alone, as FUSE makes it by default.
+enum class FuseUsers { Mounter, Everyone };
+
+const char* fuse_options_for(FuseUsers users) {
+  return users == FuseUsers::Everyone ? ",allow_other,default_permissions" : "";
+}
 
 void mount_with_loop_device(const SquashfsLocation& image, const std::string& target) {
   UniqueFd backing = image.fd >= 0 ? open_file("/proc/self/fd/" + std::to_string(image.fd), O_RDONLY | O_CLOEXEC)
@@ -81,7 +93,7 @@ Process server_started(Process starter, UniqueFd fuse, const SquashfsLocation& i
   return starter;
 }
 
-Process mount_with_squashfuse(const SquashfsLocation& image, const std::string& target, bool wait) {
+Process mount_with_squashfuse(const SquashfsLocation& image, const std::string& target, bool wait, FuseUsers users) {
   // Checked first: a server that cannot start would only show as a dead mount.
   const char* host_path = std::getenv("PATH");
   const std::string path = host_path && *host_path ? host_path : "/usr/local/bin:/usr/bin:/bin";
@@ -89,7 +101,7 @@ Process mount_with_squashfuse(const SquashfsLocation& image, const std::string& 
   if (program.empty())
     throw Error("squashfuse_ll was not found on PATH (CAPSA_FUSE=squashfuse mounts images with it: "
                 "install the squashfuse package, or unset CAPSA_FUSE for capsa's own server)");
-  UniqueFd fuse = mount_fuse(target, "squashfuse", kImageMountFlags);
+  UniqueFd fuse = mount_fuse(target, "squashfuse", kImageMountFlags, fuse_options_for(users));
   const int fd = fuse.get();
   // squashfuse_ll ends on its parent-death signal, from the watcher, with the container.
   Process starter = DetachedChild::start_unreported(
@@ -114,14 +126,15 @@ Process mount_with_squashfuse(const SquashfsLocation& image, const std::string& 
   return server_started(std::move(starter), std::move(fuse), image, target, "squashfuse_ll", wait);
 }
 
-Process mount_with_builtin_server(const SquashfsLocation& image, const std::string& target, bool wait) {
+Process mount_with_builtin_server(const SquashfsLocation& image, const std::string& target, bool wait,
+                                  FuseUsers users) {
   // Opened and checked before anything is mounted, so a broken image is reported here.
   std::optional<squashfs::FuseImage> server;
   if (image.opened)
     server.emplace(image.opened);
   else
     server.emplace(image.file, image.offset, image.size);
-  UniqueFd fuse = mount_fuse(target, "capsa", kImageMountFlags);
+  UniqueFd fuse = mount_fuse(target, "capsa", kImageMountFlags, fuse_options_for(users));
   const int fd = fuse.get();
   // The server watches the container itself, and exits once it has ended.
   Process starter = DetachedChild::start_watching_itself(
@@ -160,15 +173,16 @@ MountDriver unprivileged_driver() {
 namespace {
 
 // Returns the process starting the FUSE server, when there is one.
-Process start_mount(MountDriver driver, const SquashfsLocation& image, const std::string& target, bool wait) {
+Process start_mount(MountDriver driver, const SquashfsLocation& image, const std::string& target, bool wait,
+                    FuseUsers users = FuseUsers::Mounter) {
   switch (driver) {
     case MountDriver::KernelLoop:
       mount_with_loop_device(image, target);
       return {};
     case MountDriver::Builtin:
-      return mount_with_builtin_server(image, target, wait);
+      return mount_with_builtin_server(image, target, wait, users);
     case MountDriver::Squashfuse:
-      return mount_with_squashfuse(image, target, wait);
+      return mount_with_squashfuse(image, target, wait, users);
   }
   return {};
 }
@@ -185,8 +199,23 @@ void await_image(ImageMount& mount, const SquashfsLocation& image, const std::st
   mount.server_starter.wait();
 }
 
-ImageMount mount_squashfs(const SquashfsLocation& image, const std::string& target, bool privileged) {
+ImageMount mount_squashfs(const SquashfsLocation& image, const std::string& target, bool privileged,
+                          RootMountOptions root) {
+  if (privileged && !root.kernel_squashfs) {
+    MountDriver driver = unprivileged_driver();
+    return {driver, start_mount(driver, image, target, false, FuseUsers::Everyone), {}};
+  }
   if (privileged) {
+    // Only capsa's own server inflates faster than the kernel (CAPSA_FUSE picks the
+    // unprivileged one; root ignores it otherwise).
+    const char* wanted = std::getenv("CAPSA_FUSE");
+    const bool builtin = wanted == nullptr || *wanted == '\0' || std::strcmp(wanted, "builtin") == 0;
+    if (root.lone_gzip_fuse && builtin) {
+      if (UniqueFd lone = claim_lone_start(image)) {
+        return {MountDriver::Builtin, start_mount(MountDriver::Builtin, image, target, false, FuseUsers::Everyone),
+                std::move(lone)};
+      }
+    }
     try {
       mount_with_loop_device(image, target);
       return {};
@@ -195,7 +224,7 @@ ImageMount mount_squashfs(const SquashfsLocation& image, const std::string& targ
       // Apptainer falls back to squashfuse; only when that fails too is it an error.
       MountDriver driver = unprivileged_driver();
       try {
-        return {driver, start_mount(driver, image, target, true)};
+        return {driver, start_mount(driver, image, target, true, FuseUsers::Everyone), {}};
       } catch (const Error& fuse) {
         throw Error(std::string("no way to mount the image: no loop device (") + no_loop.what() +
                     "), and FUSE failed too: " + fuse.what());
@@ -203,7 +232,7 @@ ImageMount mount_squashfs(const SquashfsLocation& image, const std::string& targ
     }
   }
   MountDriver driver = unprivileged_driver();
-  return {driver, start_mount(driver, image, target, false)};
+  return {driver, start_mount(driver, image, target, false), {}};
 }
 
 }  // namespace capsa::runtime

@@ -4,7 +4,8 @@
 //  * root: the kernel's squashfs driver through a loop device (auto-cleared: it goes
 //    away with the last mount; shared by the containers of one image region on a node,
 //    one superblock and page cache for all the ranks of a job: loop_device.hpp), or FUSE
-//    as below when the machine has no loop devices;
+//    as below when the machine has no loop devices, or for a gzip image that no other
+//    container is using (lone_start.hpp);
 //  * anyone else: FUSE. capsa, still holding its namespace capabilities, mounts
 //    /dev/fuse itself and serves the connection from a forked child: no privilege and
 //    no setuid fusermount. The server is capsa's own (squashfs/fuse_server.hpp) unless
@@ -46,19 +47,28 @@ enum class MountDriver {
 // "squashfuse". Throws Error for any other value.
 MountDriver unprivileged_driver();
 
+// How root mounts an image (the site's choices; anyone else always uses FUSE).
+struct RootMountOptions {
+  bool kernel_squashfs = true;  // `allow kernel squashfs`; no: FUSE, as for everyone else
+  bool lone_gzip_fuse = false;  // `fuse for lone gzip images` (lone_start.hpp)
+};
+
 // An image mounted by mount_squashfs, whose FUSE server may still be starting.
 struct ImageMount {
   MountDriver driver = MountDriver::KernelLoop;
   // The process that forks the server's watcher (util/detached_child.hpp), reaped by
   // await_image; it owns nothing for the kernel's squashfs.
   Process server_starter;
+  // Root's lone-start lock (lone_start.hpp), shared with the FUSE server; closed at exec.
+  UniqueFd lone_start;
 };
 
 // Mounts the image at `target` (an existing directory), choosing the driver from the
 // caller's privileges. Throws SystemError/Error with what to do when neither works.
 // An unprivileged mount returns while its FUSE server is still starting, so that the
 // caller's own work overlaps with it: call await_image before using the mount.
-ImageMount mount_squashfs(const SquashfsLocation& image, const std::string& target, bool privileged);
+ImageMount mount_squashfs(const SquashfsLocation& image, const std::string& target, bool privileged,
+                          RootMountOptions root = {});
 
 // Waits until the server of a FUSE mount answers; throws SystemError when it died.
 void await_image(ImageMount& mount, const SquashfsLocation& image, const std::string& target);

@@ -572,7 +572,7 @@ void launch(const ActionRequest& r) {
     if (::mount(image.c_str(), image_root.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0)
       throw_errno("binding the sandbox " + image);
   } else {
-    mounted = mount_squashfs(sif->location, image_root, privileged && r.site.kernel_squashfs);
+    mounted = mount_squashfs(sif->location, image_root, privileged, {r.site.kernel_squashfs, r.site.lone_gzip_fuse});
   }
   phases::mark("image-mount-started");
   const OverlayLayers layers = mount_overlays(overlays, overlay_lock_fds, session_point, privileged);

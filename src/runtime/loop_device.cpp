@@ -167,6 +167,10 @@ LoopDevice attach_writable_loop(int backing_fd, const std::string& file, std::ui
   return attach_new(backing_fd, file, offset, size, false);
 }
 
+bool read_only_loop_maps(const struct stat& backing, std::uint64_t offset, std::uint64_t size) {
+  return static_cast<bool>(find_shared(backing, offset, size).fd);
+}
+
 LoopDevice attach_read_only_loop(int backing_fd, const std::string& file, std::uint64_t offset, std::uint64_t size) {
   struct stat backing {};
   if (::fstat(backing_fd, &backing) != 0) throw_errno(file);

@@ -4,6 +4,8 @@
 // st_ino), offset and size read-only is reused instead of allocating another, as
 // Apptainer does with `shared loop devices` (LOOP_GET_STATUS64 scan). The device goes
 // away by itself when its last user (a mount, or this object's descriptor) does.
+#include <sys/stat.h>
+
 #include <cstdint>
 #include <string>
 
@@ -32,6 +34,10 @@ void set_max_loop_devices(unsigned long max, const std::string& why);
 // in errors). A lock (/run/capsa/loop.lock) makes the scan and the attach one step, so
 // that containers of one image started at the same moment still end up on one device.
 LoopDevice attach_read_only_loop(int backing_fd, const std::string& file, std::uint64_t offset, std::uint64_t size);
+
+// Whether a read-only device (capsa's, shared) maps [offset, offset+size) of the file
+// `backing` describes: another container of the image has it mounted with the kernel.
+bool read_only_loop_maps(const struct stat& backing, std::uint64_t offset, std::uint64_t size);
 
 // A device of its own, read-write, for a writable ext3 overlay (never shared). Waits up to
 // 5 s for a read-write device of the same file left by a container that just ended to

@@ -165,6 +165,7 @@ void apply_site_config(const config::SiteConfig& site, ActionRequest& r) {
   r.site.cni_plugin_path = site.cni_plugin_path;
   r.site.keep_image_seconds = site.keep_image_seconds;
   r.site.kernel_squashfs = site.allow_kernel_squashfs;
+  r.site.lone_gzip_fuse = site.fuse_for_lone_gzip_images;
   r.site.allow_encrypted = site.allow_container_encrypted;
   r.site.mount_slave = site.mount_slave;
   r.site.enable_overlay = site.enable_overlay;

@@ -1,0 +1,114 @@
+// Root and gzip images (runtime/lone_start.hpp): a container that is the only one using a
+// gzip image is served by capsa's FUSE server, one started beside it by the kernel's
+// squashfs through a loop device. `max loop devices = 0` tells the two apart without
+// looking inside the container: with it, only a FUSE-served start can run.
+// (Unprivileged containers always use FUSE: the suite's .user run skips these.)
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "runtime/run_support.hpp"
+#include "support/test_env.hpp"
+
+namespace capsa::runtime {
+namespace {
+
+// `capsa -c CONF exec IMAGE sh -c ...` in the background: it reports ready with a file
+// in `sync` and waits for sync/go.
+pid_t start_waiting(const std::string& conf, const std::string& image, const std::string& sync) {
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    int null_fd = ::open("/dev/null", O_RDWR);
+    ::dup2(null_fd, STDOUT_FILENO);
+    std::string binary = test::capsa_binary();
+    std::string bind = sync + ":/sync";
+    ::execl(binary.c_str(), binary.c_str(), "-c", conf.c_str(), "exec", "-B", bind.c_str(), image.c_str(), "sh", "-c",
+            "touch /sync/ready; while [ ! -e /sync/go ]; do sleep 0.1; done", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  return pid;
+}
+
+int exit_status(pid_t pid) {
+  int status = 0;
+  if (::waitpid(pid, &status, 0) != pid) return -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+class LoneStart : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0) GTEST_SKIP() << "root only: unprivileged containers always use FUSE";
+    // A copy of its own: no other test's container uses it.
+    ASSERT_EQ(test::run_process({"cp", testing::busybox_sif(), image}).exit_code, 0);
+    ASSERT_EQ(::mkdir(sync.c_str(), 0755), 0);
+  }
+  test::TempDir dir;
+  std::string image = dir / "gzip.sif", sync = dir / "sync";
+  std::string no_loops = dir.write("no-loops.conf", "max loop devices = 0\n");
+};
+
+TEST_F(LoneStart, ALoneGzipStartNeedsNoLoopDeviceAndReleasesItsClaimAtTheEnd) {
+  auto first = testing::capsa({"-c", no_loops, "exec", image, "echo", "ran"});
+  EXPECT_EQ(first.out, "ran\n") << "served through FUSE: " << first.err;
+  EXPECT_EQ(first.err, "");
+  // The first container's server has ended, and its claim with it: the next is alone too.
+  auto again = testing::capsa({"-c", no_loops, "exec", image, "echo", "ran"});
+  EXPECT_EQ(again.out, "ran\n") << again.err;
+  EXPECT_EQ(testing::loop_devices_for(image), 0);
+}
+
+TEST_F(LoneStart, AStartBesideARunningContainerUsesTheKernel) {
+  // The first is alone (FUSE, no loop device needed); the second, started while the first
+  // runs, needs a loop device and is refused one.
+  pid_t first = start_waiting(no_loops, image, sync);
+  for (int i = 0; i < 600 && !std::filesystem::exists(sync + "/ready"); ++i) ::usleep(100000);
+  ASSERT_TRUE(std::filesystem::exists(sync + "/ready")) << "the first container started";
+  auto beside = testing::capsa({"-c", no_loops, "exec", image, "echo", "ran"});
+  EXPECT_EQ(beside.exit_code, 1) << beside.out;
+  EXPECT_NE(beside.err.find("`max loop devices = 0`"), std::string::npos) << beside.err;
+  // With loop devices allowed, it runs on one while the first still runs through FUSE.
+  auto shared = testing::capsa({"exec", image, "sh", "-c", "echo ran"});
+  EXPECT_EQ(shared.out, "ran\n") << shared.err;
+  dir.write("sync/go", "");
+  EXPECT_EQ(exit_status(first), 0);
+}
+
+TEST_F(LoneStart, EveryUserInTheContainerReadsTheImageAsItsModesAllow) {
+  // With --underlay the image's folders are bound in directly, not read through overlayfs
+  // with root's credentials: a user the container switches to reaches the FUSE mount
+  // itself, which lets it in (allow_other) and checks the image's modes for it
+  // (default_permissions), as the kernel's squashfs does.
+  const std::string as_nobody =
+      "su -s /bin/sh nobody -c 'ls /bin | grep -qx busybox && echo lists; cat /etc/shadow >/dev/null || echo refused'";
+  auto r = testing::capsa({"-c", no_loops, "exec", "--underlay", image, "sh", "-c", as_nobody});
+  EXPECT_EQ(r.out, "lists\nrefused\n") << r.err;
+  EXPECT_EQ(r.exit_code, 0);
+}
+
+TEST_F(LoneStart, TheSiteCanKeepRootOnTheKernelAndOtherCompressionsStayThere) {
+  std::string kernel_only = dir.write("kernel.conf", "max loop devices = 0\nfuse for lone gzip images = no\n");
+  auto off = testing::capsa({"-c", kernel_only, "exec", image, "echo", "ran"});
+  EXPECT_EQ(off.exit_code, 1) << off.out;
+  EXPECT_NE(off.err.find("`max loop devices = 0`"), std::string::npos) << off.err;
+
+  // A zstd image: the kernel inflates it as fast as capsa's server, and shares its pages.
+  std::string zstd = dir / "zstd.sif";
+  auto built = testing::capsa({"build", zstd, image});
+  ASSERT_EQ(built.exit_code, 0) << built.err;
+  auto lone_zstd = testing::capsa({"-c", no_loops, "exec", zstd, "echo", "ran"});
+  EXPECT_EQ(lone_zstd.exit_code, 1) << lone_zstd.out;
+  EXPECT_NE(lone_zstd.err.find("`max loop devices = 0`"), std::string::npos) << lone_zstd.err;
+}
+
+TEST_F(LoneStart, CapsaFuseSquashfuseLeavesRootOnTheKernel) {
+  auto r = testing::capsa({"-c", no_loops, "exec", image, "echo", "ran"}, {"CAPSA_FUSE=squashfuse"});
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.err.find("`max loop devices = 0`"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace capsa::runtime
