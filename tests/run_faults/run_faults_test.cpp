@@ -1,6 +1,7 @@
 // `capsa exec` killed with SIGKILL, which no handler sees, while it sets up a container
-// and while the container runs: root's containers hold a loop device and kernel mounts,
-// everyone else's a FUSE server and a user namespace. Afterwards nothing may be left:
+// and while the container runs: root's containers hold a loop device and kernel mounts
+// (or, alone with a gzip image, capsa's FUSE server: runtime/lone_start.hpp), everyone
+// else's a FUSE server and a user namespace. Afterwards nothing may be left:
 // no mount in any namespace, no loop device on the image, no FUSE server, no process.
 // Each container gets a private session directory (CAPSA_SESSION_DIR) and a private copy
 // of the image, so that what other suites run at the same time is never counted.
@@ -30,29 +31,39 @@ class RunFaults : public ::testing::Test, protected test::PrivateContainers {
 
   const std::string shared = work / "shared";  // bound at /w: the container says it is ready there
 
-  std::vector<std::string> exec_argv(const std::string& script) const {
-    return {"env", "CAPSA_SESSION_DIR=" + session, marker, test::capsa_binary(), "exec", "-B", shared + ":/w",
-            image, "sh", "-c", script};
+  // `config`: a capsa.conf for the run ("": the default).
+  std::vector<std::string> exec_argv(const std::string& script, const std::string& config = "") const {
+    std::vector<std::string> argv = {"env", "CAPSA_SESSION_DIR=" + session, marker, test::capsa_binary()};
+    if (!config.empty()) argv.insert(argv.end(), {"-c", config});
+    argv.insert(argv.end(), {"exec", "-B", shared + ":/w", image, "sh", "-c", script});
+    return argv;
   }
-  // What a live container holds: a loop device (root) or a FUSE server (anyone else) on
-  // the image.
-  bool image_is_mounted() const {
-    if (::geteuid() == 0) return !test::loop_devices_backed_by(image).empty();
-    return !test::processes_with_argument(image).empty();
+  // What a live container holds on the image: a loop device, or a FUSE server (a process
+  // naming the image: the container's own has become `sleep`).
+  bool image_is_on_a_loop_device() const { return !test::loop_devices_backed_by(image).empty(); }
+  bool image_is_served_by_fuse() const { return !test::processes_with_argument(image).empty(); }
+
+  void kill_nine_while_running(const std::string& config, bool on_a_loop_device) {
+    Background container(exec_argv("touch /w/ready; exec sleep 300", config), work / "container.err");
+    ASSERT_TRUE(eventually([&] { return fs::exists(shared + "/ready") || container.finished(); }, 60) &&
+                fs::exists(shared + "/ready"))
+        << "the container ended early: " << test::read_file(work / "container.err");
+    // The checks can see a live container: its mounts, and its loop device or FUSE server.
+    EXPECT_FALSE(test::mounts_naming(session).empty());
+    EXPECT_EQ(image_is_on_a_loop_device(), on_a_loop_device);
+    EXPECT_EQ(image_is_served_by_fuse(), !on_a_loop_device);
+    container.signal(SIGKILL);
+    EXPECT_EQ(container.wait().signal, SIGKILL);
+    expect_nothing_left();
   }
 };
 
-TEST_F(RunFaults, KillNineOfARunningContainerLeavesNothing) {
-  Background container(exec_argv("touch /w/ready; exec sleep 300"), work / "container.err");
-  ASSERT_TRUE(eventually([&] { return fs::exists(shared + "/ready") || container.finished(); }, 60) &&
-              fs::exists(shared + "/ready"))
-      << "the container ended early: " << test::read_file(work / "container.err");
-  // The checks can see a live container: its mounts, and its loop device or FUSE server.
-  EXPECT_FALSE(test::mounts_naming(session).empty());
-  EXPECT_TRUE(image_is_mounted());
-  container.signal(SIGKILL);
-  EXPECT_EQ(container.wait().signal, SIGKILL);
-  expect_nothing_left();
+// The image is gzip and no other container uses it: FUSE, as root too.
+TEST_F(RunFaults, KillNineOfARunningContainerLeavesNothing) { kill_nine_while_running("", false); }
+
+TEST_F(RunFaults, KillNineOfARunningContainerOnTheKernelsSquashfsLeavesNothing) {
+  if (::geteuid() != 0) GTEST_SKIP() << "only root mounts with the kernel";
+  kill_nine_while_running(work.write("kernel.conf", "fuse for lone gzip images = no\n"), true);
 }
 
 // Slurm, a shell's job control or a timeout kill the whole process group: the container's

@@ -17,6 +17,7 @@
 
 #include "runtime/overlay_support.hpp"
 #include "runtime/run_support.hpp"
+#include "support/background.hpp"
 #include "support/leaks.hpp"
 #include "support/temp_dir.hpp"
 
@@ -36,10 +37,16 @@ class Overlay : public ::testing::Test, protected test::PrivateContainers {
   }
   void TearDown() override {
     expect_nothing_left();
+    // Bounded waits, as for the image: a loop device clears after the last mount of it
+    // goes, which is after the container's last process (root's lone-image FUSE server
+    // among them: runtime/lone_start.hpp) has ended.
     for (const auto& overlay : overlays) {
-      EXPECT_EQ(test::joined(test::mounts_naming(overlay)), "");
-      EXPECT_EQ(test::joined(test::loop_devices_backed_by(overlay)), "");
-      EXPECT_EQ(test::joined(test::processes_with_argument(overlay)), "");
+      EXPECT_TRUE(test::eventually([&] { return test::mounts_naming(overlay).empty(); }, 30))
+          << test::joined(test::mounts_naming(overlay));
+      EXPECT_TRUE(test::eventually([&] { return test::loop_devices_backed_by(overlay).empty(); }, 30))
+          << test::joined(test::loop_devices_backed_by(overlay));
+      EXPECT_TRUE(test::eventually([&] { return test::processes_with_argument(overlay).empty(); }, 30))
+          << test::joined(test::processes_with_argument(overlay));
     }
   }
   // An overlay path the test uses, checked for leftovers at the end.
