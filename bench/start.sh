@@ -15,6 +15,9 @@
 # Each image runs twice: as given (the default, Singularity 3.8.1's busybox, is gzip) and
 # as capsa writes the same tree (zstd: `capsa build`), since most of a cold start of a
 # gzip image is the kernel or FUSE server inflating the binary's blocks.
+# As root, capsa serves a gzip image that no other container uses through its FUSE server
+# (src/runtime/lone_start.hpp), so its one-at-a-time gzip row may sit below the floor (a
+# kernel mount); its 32-at-once row shares the kernel's mount as before.
 # Targets: capsa as root within 10 ms of native; capsa unprivileged no slower than ch-run.
 # The main rows mount the image at every start (CAPSA_KEEP_IMAGE_SECONDS=0), as ch-run and
 # crun do; the "kept image" rows are capsa's default for back-to-back starts of one image
