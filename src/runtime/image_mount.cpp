@@ -212,8 +212,15 @@ ImageMount mount_squashfs(const SquashfsLocation& image, const std::string& targ
     const bool builtin = wanted == nullptr || *wanted == '\0' || std::strcmp(wanted, "builtin") == 0;
     if (root.lone_gzip_fuse && builtin) {
       if (UniqueFd lone = claim_lone_start(image)) {
-        return {MountDriver::Builtin, start_mount(MountDriver::Builtin, image, target, false, FuseUsers::Everyone),
-                std::move(lone)};
+        try {
+          return {MountDriver::Builtin, start_mount(MountDriver::Builtin, image, target, false, FuseUsers::Everyone),
+                  std::move(lone)};
+        } catch (const Error& e) {
+          // A machine without FUSE (no module, no /dev/fuse in a container) still has the
+          // kernel's squashfs, which root used before; whatever was mounted goes first.
+          log::debug(std::string("mounting the image with the kernel's squashfs instead of FUSE: ") + e.what());
+          ::umount2(target.c_str(), MNT_DETACH);
+        }
       }
     }
     try {

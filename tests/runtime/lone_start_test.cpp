@@ -104,6 +104,23 @@ TEST_F(LoneStart, TheSiteCanKeepRootOnTheKernelAndOtherCompressionsStayThere) {
   EXPECT_NE(lone_zstd.err.find("`max loop devices = 0`"), std::string::npos) << lone_zstd.err;
 }
 
+TEST_F(LoneStart, WithoutFuseRootMountsWithTheKernelAsBefore) {
+  // /dev/null in place of /dev/fuse (in a mount namespace of the test's own): opening it
+  // works, mounting FUSE with it fails. Without loop devices the kernel's mount is
+  // refused, which shows it was tried; with them the run works.
+  auto run = [&](const std::string& config) {
+    const std::string command = "mount --bind /dev/null /dev/fuse && exec " + test::capsa_binary() + " -c " + config +
+                                " exec " + image + " echo ran";
+    return test::run_process({"unshare", "-m", "--propagation", "private", "sh", "-c", command});
+  };
+  auto refused = run(no_loops);
+  EXPECT_EQ(refused.exit_code, 1) << refused.out;
+  EXPECT_NE(refused.err.find("`max loop devices = 0`"), std::string::npos) << refused.err;
+  auto kernel = run(dir.write("default.conf", ""));
+  EXPECT_EQ(kernel.out, "ran\n") << kernel.err;
+  EXPECT_EQ(kernel.err, "");
+}
+
 TEST_F(LoneStart, CapsaFuseSquashfuseLeavesRootOnTheKernel) {
   auto r = testing::capsa({"-c", no_loops, "exec", image, "echo", "ran"}, {"CAPSA_FUSE=squashfuse"});
   EXPECT_EQ(r.exit_code, 1) << r.out;
