@@ -126,8 +126,12 @@ Process mount_with_squashfuse(const SquashfsLocation& image, const std::string& 
   return server_started(std::move(starter), std::move(fuse), image, target, "squashfuse_ll", wait);
 }
 
-Process mount_with_builtin_server(const SquashfsLocation& image, const std::string& target, bool wait,
-                                  FuseUsers users) {
+// `lone_start`: root's lone-start lock (lone_start.hpp) or -1. The server lets go of it as
+// soon as its container has ended: its own exit (the namespace's and the address space's
+// teardown) takes milliseconds more, during which a next start would needlessly take the
+// kernel's squashfs.
+Process mount_with_builtin_server(const SquashfsLocation& image, const std::string& target, bool wait, FuseUsers users,
+                                  int lone_start) {
   // Opened and checked before anything is mounted, so a broken image is reported here.
   std::optional<squashfs::FuseImage> server;
   if (image.opened)
@@ -138,7 +142,9 @@ Process mount_with_builtin_server(const SquashfsLocation& image, const std::stri
   const int fd = fuse.get();
   // The server watches the container itself, and exits once it has ended.
   Process starter = DetachedChild::start_watching_itself(
-      [&](const EndWatch& container) { return run_server("capsa", [&] { return server->serve(fd, container); }); },
+      [&](const EndWatch& container) {
+        return run_server("capsa", [&] { return server->serve(fd, container, lone_start); });
+      },
       "the FUSE server");
   return server_started(std::move(starter), std::move(fuse), image, target, "capsa", wait);
 }
@@ -174,13 +180,13 @@ namespace {
 
 // Returns the process starting the FUSE server, when there is one.
 Process start_mount(MountDriver driver, const SquashfsLocation& image, const std::string& target, bool wait,
-                    FuseUsers users = FuseUsers::Mounter) {
+                    FuseUsers users = FuseUsers::Mounter, int lone_start = -1) {
   switch (driver) {
     case MountDriver::KernelLoop:
       mount_with_loop_device(image, target);
       return {};
     case MountDriver::Builtin:
-      return mount_with_builtin_server(image, target, wait, users);
+      return mount_with_builtin_server(image, target, wait, users, lone_start);
     case MountDriver::Squashfuse:
       return mount_with_squashfuse(image, target, wait, users);
   }
@@ -213,8 +219,8 @@ ImageMount mount_squashfs(const SquashfsLocation& image, const std::string& targ
     if (root.lone_gzip_fuse && builtin) {
       if (UniqueFd lone = claim_lone_start(image)) {
         try {
-          return {MountDriver::Builtin, start_mount(MountDriver::Builtin, image, target, false, FuseUsers::Everyone),
-                  std::move(lone)};
+          Process starter = start_mount(MountDriver::Builtin, image, target, false, FuseUsers::Everyone, lone.get());
+          return {MountDriver::Builtin, std::move(starter), std::move(lone)};
         } catch (const Error& e) {
           // A machine without FUSE (no module, no /dev/fuse in a container) still has the
           // kernel's squashfs, which root used before; whatever was mounted goes first.

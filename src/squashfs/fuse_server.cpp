@@ -657,7 +657,7 @@ fuse_session* FuseImage::new_session() {
   return session;
 }
 
-int FuseImage::serve(int fuse_fd, const EndWatch& container) {
+int FuseImage::serve(int fuse_fd, const EndWatch& container, int end_lock) {
   // The container's process group gets the terminal's and the batch system's signals;
   // the container decides what to do with them and still needs its files meanwhile.
   for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGTSTP, SIGTTIN, SIGTTOU, SIGUSR1, SIGUSR2})
@@ -675,7 +675,7 @@ int FuseImage::serve(int fuse_fd, const EndWatch& container) {
   fuse_buf init{};
   if (fuse_session_receive_buf(session, &init) > 0) fuse_session_process_buf(session, &init);
   std::free(init.mem);
-  answer_requests(session, kMaxThreads, container);
+  answer_requests(session, kMaxThreads, container, end_lock);
   // No fuse_session_unmount: the connection was not mounted by libfuse, and when the
   // threads end the kernel has already dropped it.
   fuse_session_destroy(session);

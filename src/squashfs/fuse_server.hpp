@@ -45,8 +45,8 @@ class FuseImage {
   // to use (0 when the connection ended normally). Meant for a child process: it starts
   // threads, and it ignores the terminal and termination signals that reach the
   // container's process group. When `container` (the process it serves) ends first,
-  // the process exits at once (request_threads.hpp).
-  int serve(int fuse_fd, const EndWatch& container);
+  // the process exits at once (request_threads.hpp), unlocking `end_lock` first.
+  int serve(int fuse_fd, const EndWatch& container, int end_lock = -1);
 
   // A libfuse session over this image whose requests the caller feeds in itself
   // (fuse_session_custom_io, then fuse_session_process_buf for each), with no kernel

@@ -3,6 +3,7 @@
 
 #include <fuse3/fuse_lowlevel.h>
 #include <poll.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -18,11 +19,16 @@
 namespace capsa::squashfs {
 namespace {
 
+[[noreturn]] void end_now(int end_lock) {
+  if (end_lock >= 0) ::flock(end_lock, LOCK_UN);
+  ::_exit(0);
+}
+
 // Ends the process once `container` has ended, from a thread of its own.
-void exit_with(const EndWatch& container) {
-  std::thread([&container] {
+void exit_with(const EndWatch& container, int end_lock) {
+  std::thread([&container, end_lock] {
     container.await();
-    ::_exit(0);
+    end_now(end_lock);
   }).detach();
 }
 
@@ -36,7 +42,8 @@ bool first_request_before_end(fuse_session* session, const EndWatch& container) 
 
 class RequestThreads {
  public:
-  RequestThreads(fuse_session* session, unsigned max_threads) : session_(session), max_threads_(max_threads) {}
+  RequestThreads(fuse_session* session, unsigned max_threads, int end_lock)
+      : session_(session), max_threads_(max_threads), end_lock_(end_lock) {}
 
   // The loop of every thread. The caller's thread runs it first, with the container to
   // watch: the thread that does is started after the first request is answered, not
@@ -50,7 +57,7 @@ class RequestThreads {
       if (got == -EINTR || got == -EAGAIN) continue;
       if (got <= 0) break;  // 0 after ENODEV: the connection has ended
       fuse_session_process_buf(session_, &buffer);
-      if (container != nullptr) exit_with(*std::exchange(container, nullptr));
+      if (container != nullptr) exit_with(*std::exchange(container, nullptr), end_lock_);
       if (every_thread_busy) start_another();
       if (fuse_session_exited(session_)) break;
     }
@@ -80,6 +87,7 @@ class RequestThreads {
 
   fuse_session* const session_;
   const unsigned max_threads_;
+  const int end_lock_;
   std::atomic<unsigned> idle_{0};  // threads waiting in read(2) for a request
   std::mutex mutex_;               // guards what follows
   unsigned threads_ = 1;           // the caller's included
@@ -89,16 +97,16 @@ class RequestThreads {
 
 }  // namespace
 
-void answer_requests(fuse_session* session, unsigned max_threads, const EndWatch& container) {
+void answer_requests(fuse_session* session, unsigned max_threads, const EndWatch& container, int end_lock) {
   const EndWatch* watch_after_first_answer = &container;
   if (container.poll_fd() < 0) {
     // No pidfd (a kernel before 5.3): the thread polls /proc from the start.
-    exit_with(container);
+    exit_with(container, end_lock);
     watch_after_first_answer = nullptr;
   } else if (!first_request_before_end(session, container)) {
-    ::_exit(0);
+    end_now(end_lock);
   }
-  RequestThreads threads(session, max_threads);
+  RequestThreads threads(session, max_threads, end_lock);
   threads.serve(watch_after_first_answer);
   threads.join_the_others();
 }

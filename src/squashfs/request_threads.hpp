@@ -24,6 +24,8 @@ namespace capsa::squashfs {
 // first request is answered the first read watches for that end too; then a thread
 // does, started only then because the container's start waits for that answer. `container`
 // must last as long as the process (the server's starter keeps it: util/detached_child).
-void answer_requests(fuse_session* session, unsigned max_threads, const EndWatch& container);
+// `end_lock`, a descriptor holding a flock or -1, is unlocked as soon as that end is
+// seen, before the exit, whose teardown takes milliseconds more (runtime/lone_start.hpp).
+void answer_requests(fuse_session* session, unsigned max_threads, const EndWatch& container, int end_lock = -1);
 
 }  // namespace capsa::squashfs
