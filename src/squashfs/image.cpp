@@ -122,9 +122,10 @@ InodePtr Image::read_inode(sqfs_meta_reader_t* inodes, std::uint64_t ref, const 
     throw FormatError(label_ + ": " + path + ": " + *refused + " (a damaged or hostile image)");
   sqfs_inode_generic_t* raw = nullptr;
   int ret = sqfs_meta_reader_read_inode(inodes, &super_, ref >> 16, ref & 0xffff, &raw);
-  InodePtr inode(raw);
+  // Ours only on success: on some errors the library frees the inode it had allocated
+  // but leaves the pointer set (a double free, found by fuzz_unpack).
   if (ret < 0) fail(path + ": reading inode", ret);  // the message is only built on failure
-  return inode;
+  return InodePtr(raw);
 }
 
 void Image::fail(const std::string& what, int code) const {
