@@ -2,11 +2,14 @@
 
 #include <elf.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
 #include <optional>
+#include <string>
 
 #include "util/fd.hpp"
 #include "util/find_executable.hpp"
@@ -18,6 +21,11 @@ namespace {
 // Of one file: enough for the parts of a large program that its start touches first,
 // without reading all of a 500 MB one.
 constexpr off_t kReadAheadLimit = 16 << 20;
+// What one posix_fadvise(WILLNEED) reads at most: the kernel caps each call at the file
+// system's read-ahead window (force_page_cache_ra), 128 KiB on FUSE (a server cannot ask
+// for more) and on a loop device unless root raised it. Asked in one call, all but the
+// first 128 KiB of busybox were left to the exec's faults, seven round trips in a row.
+constexpr off_t kReadAheadWindow = 128 << 10;
 
 // The regular file at `path` in the image, with an execute bit when `executable`; no
 // FIFO is opened for reading (it would block).
@@ -28,9 +36,25 @@ UniqueFd open_program(int root, const std::string& path, bool executable = true)
   return fd;
 }
 
-void read_ahead(int fd) {
+// cpus_to_spare for this machine, now.
+bool cpus_to_spare_now() {
+  UniqueFd loadavg(::open("/proc/loadavg", O_RDONLY | O_CLOEXEC));
+  char text[128] = {};
+  if (!loadavg || ::read(loadavg.get(), text, sizeof text - 1) <= 0) return false;
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  if (::sched_getaffinity(0, sizeof cpus, &cpus) != 0) return false;
+  return cpus_to_spare(text, CPU_COUNT(&cpus));
+}
+
+// Asks the kernel to read the file ahead: all of it (at most kReadAheadLimit) when
+// `whole`, else its first window.
+void read_ahead(int fd, bool whole) {
   struct stat st {};
-  if (::fstat(fd, &st) == 0) ::posix_fadvise(fd, 0, std::min<off_t>(st.st_size, kReadAheadLimit), POSIX_FADV_WILLNEED);
+  if (::fstat(fd, &st) != 0) return;
+  const off_t size = std::min<off_t>(st.st_size, whole ? kReadAheadLimit : kReadAheadWindow);
+  for (off_t offset = 0; offset < size; offset += kReadAheadWindow)
+    ::posix_fadvise(fd, offset, std::min(kReadAheadWindow, size - offset), POSIX_FADV_WILLNEED);
 }
 
 // The PT_INTERP of a 64-bit ELF program (its first page is read for it), if it has one.
@@ -73,18 +97,25 @@ UniqueFd find_program(int root, const std::string& command, const std::string& p
 
 }  // namespace
 
+bool cpus_to_spare(const std::string& loadavg, int cpus) {
+  long runnable = 0;
+  if (std::sscanf(loadavg.c_str(), "%*f %*f %*f %ld/", &runnable) != 1) return false;
+  return runnable <= 4L * cpus;
+}
+
 CommandPrefetch CommandPrefetch::start(const std::string& image_root, const std::string& command,
-                                       const std::string& path) {
+                                       const std::string& path, ReadAhead how) {
   CommandPrefetch prefetch;
   if (command.empty()) return prefetch;
   UniqueFd root(::open(image_root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (!root) return prefetch;
-  prefetch.thread_ = std::thread([root = std::move(root), command, path] {
+  prefetch.thread_ = std::thread([root = std::move(root), command, path, how] {
     UniqueFd program = find_program(root.get(), command, path);
     if (!program) return;
-    read_ahead(program.get());
+    const bool whole = how == ReadAhead::Whole || (how == ReadAhead::AsCpusAllow && cpus_to_spare_now());
+    read_ahead(program.get(), whole);
     if (std::optional<std::string> interpreter = interpreter_of(program.get()))
-      if (UniqueFd loader = open_program(root.get(), *interpreter, false)) read_ahead(loader.get());
+      if (UniqueFd loader = open_program(root.get(), *interpreter, false)) read_ahead(loader.get(), whole);
   });
   return prefetch;
 }
