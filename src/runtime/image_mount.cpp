@@ -169,11 +169,17 @@ UniqueFd mount_fuse(const std::string& target, const char* source, unsigned long
   return fuse;
 }
 
-MountDriver unprivileged_driver() {
+std::optional<MountDriver> requested_driver() {
   const char* wanted = std::getenv("CAPSA_FUSE");
   if (wanted == nullptr || *wanted == '\0' || std::strcmp(wanted, "builtin") == 0) return MountDriver::Builtin;
   if (std::strcmp(wanted, "squashfuse") == 0) return MountDriver::Squashfuse;
-  throw Error(std::string("CAPSA_FUSE=") + wanted + ": unknown FUSE server (use builtin or squashfuse)");
+  return std::nullopt;
+}
+
+MountDriver unprivileged_driver() {
+  if (std::optional<MountDriver> driver = requested_driver()) return *driver;
+  throw Error(std::string("CAPSA_FUSE=") + std::getenv("CAPSA_FUSE") +
+              ": unknown FUSE server (use builtin or squashfuse)");
 }
 
 namespace {
@@ -214,9 +220,7 @@ ImageMount mount_squashfs(const SquashfsLocation& image, const std::string& targ
   if (privileged) {
     // Only capsa's own server inflates faster than the kernel (CAPSA_FUSE picks the
     // unprivileged one; root ignores it otherwise).
-    const char* wanted = std::getenv("CAPSA_FUSE");
-    const bool builtin = wanted == nullptr || *wanted == '\0' || std::strcmp(wanted, "builtin") == 0;
-    if (root.lone_gzip_fuse && builtin) {
+    if (root.lone_gzip_fuse && requested_driver() == MountDriver::Builtin) {
       if (UniqueFd lone = claim_lone_start(image)) {
         try {
           Process starter = start_mount(MountDriver::Builtin, image, target, false, FuseUsers::Everyone, lone.get());

@@ -14,6 +14,7 @@
 //    it dies first the connection aborts, so nothing ever hangs on a dead server.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "util/fd.hpp"
@@ -43,8 +44,11 @@ enum class MountDriver {
   Squashfuse,  // FUSE served by squashfuse_ll
 };
 
-// The FUSE server for unprivileged mounts: $CAPSA_FUSE, "builtin" (the default) or
-// "squashfuse". Throws Error for any other value.
+// The FUSE server $CAPSA_FUSE asks for: "builtin" (the default) or "squashfuse";
+// nothing for any other value.
+std::optional<MountDriver> requested_driver();
+// The FUSE server for unprivileged mounts: requested_driver(), which must be one.
+// Throws Error for any other value of $CAPSA_FUSE.
 MountDriver unprivileged_driver();
 
 // How root mounts an image (the site's choices; anyone else always uses FUSE).
