@@ -26,6 +26,7 @@
 #include "runtime/instance_state.hpp"
 #include "util/error.hpp"
 #include "util/fd.hpp"
+#include "util/fnv1a.hpp"
 #include "util/log.hpp"
 #include "util/start_phases.hpp"
 
@@ -112,14 +113,11 @@ std::string key_of(const ActionRequest& r, const std::string& image, const struc
   return key;
 }
 
-// FNV-1a: the key names a file in the user's own directory, and the full key is checked
-// in the record, so a collision only costs sharing; no need for a cryptographic hash
-// (and the runner loads no libcrypto: src/cli/CMakeLists.txt).
+// The key names a file in the user's own directory, and the full key is checked in the
+// record, so a collision only costs sharing: FNV-1a is enough.
 std::string name_of(const std::string& key) {
-  std::uint64_t hash = 14695981039346656037ull;
-  for (unsigned char c : key) hash = (hash ^ c) * 1099511628211ull;
   char text[32];
-  std::snprintf(text, sizeof text, ".k-%016llx", static_cast<unsigned long long>(hash));
+  std::snprintf(text, sizeof text, ".k-%016llx", static_cast<unsigned long long>(Fnv1a().add(key).value()));
   return text;
 }
 

@@ -7,18 +7,18 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 
 #include "runtime/image_mount.hpp"
 #include "runtime/loop_device.hpp"
+#include "runtime/node_lock.hpp"
 #include "squashfs/image.hpp"
+#include "util/fnv1a.hpp"
 
 namespace capsa::runtime {
 namespace {
 
-constexpr const char* kLockDir = "/run/capsa";
 // One lock per bucket of images, not per image: a fixed set of files, nothing left
 // behind per image run. Two images in one bucket at once only send the second to the
 // kernel's squashfs.
@@ -32,9 +32,11 @@ bool is_gzip(const SquashfsLocation& image, int fd) {
 }
 
 unsigned bucket_of(const struct stat& file, std::uint64_t offset) {
-  std::uint64_t key = 14695981039346656037ull;  // FNV-1a over the identity of the image
-  for (std::uint64_t part : {static_cast<std::uint64_t>(file.st_dev), static_cast<std::uint64_t>(file.st_ino), offset})
-    key = (key ^ part) * 1099511628211ull;
+  const std::uint64_t key = Fnv1a()
+                                .add(static_cast<std::uint64_t>(file.st_dev))
+                                .add(static_cast<std::uint64_t>(file.st_ino))
+                                .add(offset)
+                                .value();
   return static_cast<unsigned>(key % kBuckets);
 }
 
@@ -50,10 +52,9 @@ UniqueFd claim_lone_start(const SquashfsLocation& image) {
   }
   struct stat st {};
   if (fd < 0 || ::fstat(fd, &st) != 0 || !is_gzip(image, fd)) return {};
-  if (::mkdir(kLockDir, 0755) != 0 && errno != EEXIST) return {};
-  char path[64];
-  std::snprintf(path, sizeof path, "%s/lone-%02u.lock", kLockDir, bucket_of(st, image.offset));
-  UniqueFd lock(::open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+  char name[32];
+  std::snprintf(name, sizeof name, "lone-%02u.lock", bucket_of(st, image.offset));
+  UniqueFd lock = open_node_lock(name);
   // Held: another container's FUSE server serves an image of this bucket.
   if (!lock || ::flock(lock.get(), LOCK_EX | LOCK_NB) != 0) return {};
   // Mounted by the kernel for a container still running: share its pages.

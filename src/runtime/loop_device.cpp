@@ -13,13 +13,12 @@
 #include <cstring>
 #include <vector>
 
+#include "runtime/node_lock.hpp"
 #include "util/error.hpp"
 
 namespace capsa::runtime {
 namespace {
 
-constexpr const char* kLockDir = "/run/capsa";
-constexpr const char* kLockFile = "/run/capsa/loop.lock";
 // Generous: a job's ranks starting together contend only through the lock, but other
 // tools (losetup, mount -o loop) may take a device between GET_FREE and CONFIGURE.
 constexpr int kAttachAttempts = 64;
@@ -27,8 +26,7 @@ constexpr int kAttachAttempts = 64;
 // Held while scanning and attaching. Without /run (a minimal chroot) there is no lock:
 // concurrent starts may then attach a device each, which is wasteful but correct.
 UniqueFd lock_loop_setup() {
-  if (::mkdir(kLockDir, 0755) != 0 && errno != EEXIST) return UniqueFd();
-  UniqueFd lock(::open(kLockFile, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+  UniqueFd lock = open_node_lock("loop.lock");
   if (!lock) return lock;
   while (::flock(lock.get(), LOCK_EX) != 0)
     if (errno != EINTR) return UniqueFd();
