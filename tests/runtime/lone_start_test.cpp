@@ -3,7 +3,6 @@
 // squashfs through a loop device. `max loop devices = 0` tells the two apart without
 // looking inside the container: with it, only a FUSE-served start can run.
 // (Unprivileged containers always use FUSE: the suite's .user run skips these.)
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -15,22 +14,6 @@
 
 namespace capsa::runtime {
 namespace {
-
-// `capsa -c CONF exec IMAGE sh -c ...` in the background: it reports ready with a file
-// in `sync` and waits for sync/go.
-pid_t start_waiting(const std::string& conf, const std::string& image, const std::string& sync) {
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    int null_fd = ::open("/dev/null", O_RDWR);
-    ::dup2(null_fd, STDOUT_FILENO);
-    std::string binary = test::capsa_binary();
-    std::string bind = sync + ":/sync";
-    ::execl(binary.c_str(), binary.c_str(), "-c", conf.c_str(), "exec", "-B", bind.c_str(), image.c_str(), "sh", "-c",
-            "touch /sync/ready; while [ ! -e /sync/go ]; do sleep 0.1; done", static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  return pid;
-}
 
 int exit_status(pid_t pid) {
   int status = 0;
@@ -61,10 +44,11 @@ class LoneStart : public ::testing::Test {
     }
     return r;
   }
-  // start_waiting, tried again (as `alone`) while the container ends before it is ready.
+  // start_waiting_container, tried again (as `alone`) while the container ends before it
+  // is ready.
   pid_t start_waiting_alone() {
     for (int attempt = 0; attempt < 100; ++attempt, ::usleep(100000)) {
-      pid_t pid = start_waiting(no_loops, image, sync);
+      pid_t pid = testing::start_waiting_container(no_loops, image, sync);
       while (!std::filesystem::exists(sync + "/ready"))
         if (::waitpid(pid, nullptr, WNOHANG) == pid)
           break;

@@ -3,7 +3,6 @@
 // is nothing to share, and the suite's .user run skips these.) Root would serve a gzip
 // image that no other container uses through FUSE (runtime/lone_start.hpp): these run
 // with `fuse for lone gzip images = no`, every container on the kernel's squashfs.
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -15,23 +14,6 @@
 
 namespace capsa::runtime {
 namespace {
-
-// A container that reports ready (a file in the bound sync folder) and waits for "go".
-pid_t start_waiting_container(const std::string& conf, const std::string& image, const std::string& sync,
-                              const std::string& name) {
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    int null_fd = ::open("/dev/null", O_RDWR);
-    ::dup2(null_fd, STDOUT_FILENO);
-    std::string script = "touch /sync/ready." + name + "; while [ ! -e /sync/go ]; do sleep 0.1; done";
-    std::string binary = test::capsa_binary();
-    std::string bind = sync + ":/sync";
-    ::execl(binary.c_str(), binary.c_str(), "-c", conf.c_str(), "exec", "-B", bind.c_str(), image.c_str(), "sh", "-c",
-            script.c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  return pid;
-}
 
 int ready_count(const std::string& sync) {
   int n = 0;
@@ -53,8 +35,9 @@ TEST(LoopSharing, ContainersOfOneImageShareOneLoopDeviceReleasedWithTheLast) {
   constexpr int kSame = 6;
   std::vector<pid_t> pids;
   pids.reserve(kSame + 1);
-  for (int i = 0; i < kSame; ++i) pids.push_back(start_waiting_container(conf, image, sync, std::to_string(i)));
-  pids.push_back(start_waiting_container(conf, other, sync, "other"));
+  for (int i = 0; i < kSame; ++i)
+    pids.push_back(testing::start_waiting_container(conf, image, sync, std::to_string(i)));
+  pids.push_back(testing::start_waiting_container(conf, other, sync, "other"));
   for (int i = 0; i < 600 && ready_count(sync) < kSame + 1; ++i) ::usleep(100000);
   ASSERT_EQ(ready_count(sync), kSame + 1) << "every container started";
 
@@ -81,7 +64,7 @@ TEST(LoopSharing, ALaterContainerJoinsARunningOnesDevice) {
   ASSERT_EQ(test::run_process({"cp", testing::busybox_sif(), image}).exit_code, 0);
   ASSERT_EQ(::mkdir(sync.c_str(), 0755), 0);
   std::string conf = dir.write("kernel.conf", "fuse for lone gzip images = no\n");
-  pid_t first = start_waiting_container(conf, image, sync, "first");
+  pid_t first = testing::start_waiting_container(conf, image, sync, "first");
   for (int i = 0; i < 600 && ready_count(sync) < 1; ++i) ::usleep(100000);
   ASSERT_EQ(ready_count(sync), 1);
   // Seen from inside the second container, while both run: still one device for the image.

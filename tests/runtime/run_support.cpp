@@ -1,6 +1,7 @@
 #include "runtime/run_support.hpp"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <pwd.h>
 #include <sys/stat.h>
@@ -194,6 +195,23 @@ bool has_line(const std::string& text, const std::string& line) {
   for (std::string l; std::getline(lines, l);)
     if (l == line) return true;
   return false;
+}
+
+pid_t start_waiting_container(const std::string& conf, const std::string& image, const std::string& sync,
+                              const std::string& name) {
+  const std::string ready = name.empty() ? "/sync/ready" : "/sync/ready." + name;
+  const std::string script = "touch " + ready + "; while [ ! -e /sync/go ]; do sleep 0.1; done";
+  const std::string binary = test::capsa_binary();
+  const std::string bind = sync + ":/sync";
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    int null_fd = ::open("/dev/null", O_RDWR);
+    ::dup2(null_fd, STDOUT_FILENO);
+    ::execl(binary.c_str(), binary.c_str(), "-c", conf.c_str(), "exec", "-B", bind.c_str(), image.c_str(), "sh", "-c",
+            script.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  return pid;
 }
 
 }  // namespace capsa::runtime::testing

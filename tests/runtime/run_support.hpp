@@ -73,4 +73,10 @@ int fuse_servers_for(const std::string& image);
 // Whether `text` has `line` as one of its lines.
 bool has_line(const std::string& text, const std::string& line);
 
+// `capsa -c CONF exec -B SYNC:/sync IMAGE sh -c ...` in the background (its output to
+// /dev/null): the container reports ready by making sync/ready.NAME (sync/ready when NAME
+// is empty), then waits for sync/go. Returns its pid.
+pid_t start_waiting_container(const std::string& conf, const std::string& image, const std::string& sync,
+                              const std::string& name = "");
+
 }  // namespace capsa::runtime::testing
