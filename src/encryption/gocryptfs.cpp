@@ -18,6 +18,7 @@
 
 #include "util/error.hpp"
 #include "util/find_executable.hpp"
+#include "util/open_files.hpp"
 #include "util/run_program.hpp"
 
 namespace capsa::encryption {
@@ -183,7 +184,12 @@ Process mount_gocryptfs(const std::string& cipher_dir, const std::string& plain_
   input.reset();
   const auto deadline = std::chrono::steady_clock::now() + kMountTimeout;
   for (auto pause = std::chrono::microseconds(500);; pause = std::min(pause * 2, std::chrono::microseconds(20000))) {
-    if (mounted_at(mount_point)) return server;
+    // Mounted, and done with its own poll hack: go-fuse opens a file in the new mount
+    // (.go-fuse-epoll-hack) and closes it a moment later. A gocryptfs stopped while that
+    // file is open never ends (its exit flushes the file to the server it no longer
+    // runs: the descriptor is numbered below /dev/fuse's), and an unmount meanwhile is
+    // refused as busy.
+    if (mounted_at(mount_point) && !has_files_open_under(server.pid(), mount_point)) return server;
     int status = 0;
     if (::waitpid(server.pid(), &status, WNOHANG) == server.pid()) {
       server.release();
