@@ -307,8 +307,12 @@ runtime::ActionRequest request_from(const std::string& action, const ActionFlags
     r.temporary_directory = pulled.temporary_directory;
   }
   try {
-    runtime::check_site_image(site, r.image);
+    const std::optional<FileIdentity> site_checked = runtime::check_site_image(site, r.image);
     if (!r.image.starts_with("instance://")) r.image_checked = check_execution_control(r.image);
+    // Both checks must have judged one file, and the launch runs that file or nothing.
+    if (site_checked && r.image_checked && !(*site_checked == *r.image_checked))
+      throw Error(r.image + " changed while it was being checked: nothing was run (run the command again)");
+    if (site_checked) r.image_checked = site_checked;
   } catch (const Error&) {
     std::error_code ignored;
     if (!r.temporary_directory.empty()) std::filesystem::remove_all(r.temporary_directory, ignored);

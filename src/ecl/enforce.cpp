@@ -3,6 +3,7 @@
 #include <fcntl.h>
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -125,16 +126,20 @@ class Judge {
 std::optional<FileIdentity> enforce(const ExecutionControlList& list, const std::string& image,
                                     const std::vector<std::string>& keyring_files) {
   if (!list.activated) return std::nullopt;
+  // Opened first, and the directory read from the open file: a path swapped after a
+  // realpath() could otherwise be judged by one directory's group and open another's file.
+  const UniqueFd opened(::open(image.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!opened) throw_errno(image);
   char buffer[PATH_MAX];
-  if (::realpath(image.c_str(), buffer) == nullptr) throw_errno(image);
-  const std::string resolved = buffer;
+  const std::string link = "/proc/self/fd/" + std::to_string(opened.get());
+  const ssize_t length = ::readlink(link.c_str(), buffer, sizeof buffer - 1);
+  if (length <= 0) throw_errno(image);
+  const std::string resolved(buffer, static_cast<std::size_t>(length));
   const std::string directory = resolved.substr(0, std::max<std::size_t>(resolved.rfind('/'), 1));
   const ExecGroup* group = list.group_for(directory);
   if (group == nullptr)
     throw ExecutionRefused(resolved + ": refused by the execution control list " + list.path +
                            ": no execgroup has dirpath " + directory + ", and none is without a dirpath");
-  const UniqueFd opened(::open(resolved.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!opened) throw_errno(resolved);
   const std::optional<FileIdentity> identity = FileIdentity::of_descriptor(opened.get());
   if (!identity) throw_errno(resolved);
   Judge judge(list, *group, resolved, "/proc/self/fd/" + std::to_string(opened.get()));

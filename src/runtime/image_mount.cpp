@@ -15,6 +15,7 @@
 
 #include "runtime/lone_start.hpp"
 #include "runtime/loop_device.hpp"
+#include "runtime/server_confinement.hpp"
 #include "squashfs/fuse_server.hpp"
 #include "util/detached_child.hpp"
 #include "util/environment_block.hpp"
@@ -143,13 +144,26 @@ Process mount_with_builtin_server(const SquashfsLocation& image, const std::stri
   // The server watches the container itself, and exits once it has ended.
   Process starter = DetachedChild::start_watching_itself(
       [&](const EndWatch& container) {
-        return run_server("capsa", [&] { return server->serve(fd, container, lone_start); });
+        return run_server("capsa", [&] {
+          confine_root_fuse_server(false);
+          return server->serve(fd, container, lone_start);
+        });
       },
       "the FUSE server");
   return server_started(std::move(starter), std::move(fuse), image, target, "capsa", wait);
 }
 
+// Whether root may give this image to the kernel's squashfs: the file the loop device
+// would be made from, judged by its descriptor when the checks opened one.
+bool kernel_may_mount(const SquashfsLocation& image) {
+  struct stat st {};
+  const int rc = image.fd >= 0 ? ::fstat(image.fd, &st) : ::stat(image.file.c_str(), &st);
+  return rc == 0 && only_root_writes(st);
+}
+
 }  // namespace
+
+bool only_root_writes(const struct stat& st) { return st.st_uid == 0 && (st.st_mode & (S_IWGRP | S_IWOTH)) == 0; }
 
 UniqueFd mount_fuse(const std::string& target, const char* source, unsigned long flags,
                     const std::string& options_extra) {
@@ -213,7 +227,7 @@ void await_image(ImageMount& mount, const SquashfsLocation& image, const std::st
 
 ImageMount mount_squashfs(const SquashfsLocation& image, const std::string& target, bool privileged,
                           RootMountOptions root) {
-  if (privileged && !root.kernel_squashfs) {
+  if (privileged && (!root.kernel_squashfs || !kernel_may_mount(image))) {
     MountDriver driver = unprivileged_driver();
     return {driver, start_mount(driver, image, target, false, FuseUsers::Everyone), {}};
   }

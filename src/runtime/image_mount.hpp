@@ -12,6 +12,8 @@
 //    CAPSA_FUSE=squashfuse picks squashfuse_ll, which gets the connection as /dev/fd/N
 //    (libfuse >= 3.3). The server dies with the container (parent-death signal), and if
 //    it dies first the connection aborts, so nothing ever hangs on a dead server.
+#include <sys/stat.h>
+
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -52,8 +54,16 @@ std::optional<MountDriver> requested_driver();
 MountDriver unprivileged_driver();
 
 // How root mounts an image (the site's choices; anyone else always uses FUSE).
+// Whether no one but root can change the file `st` describes: root-owned, not writable by
+// its group or others. Root gives only such files to the kernel's file system drivers
+// (squashfs, ext3): a user who can write a file while the kernel has it mounted can feed
+// the driver what it never expected, which is how kernel file system bugs are reached.
+// Any other file root mounts goes through capsa's FUSE servers, which give up root
+// (server_confinement.hpp).
+bool only_root_writes(const struct stat& st);
+
 struct RootMountOptions {
-  bool kernel_squashfs = true;  // `allow kernel squashfs`; no: FUSE, as for everyone else
+  bool kernel_squashfs = true;  // `allow kernel squashfs` (for files only root writes); no: FUSE, as for everyone else
   bool lone_gzip_fuse = false;  // `fuse for lone gzip images` (lone_start.hpp)
 };
 

@@ -389,15 +389,17 @@ void launch(const ActionRequest& r) {
   // --fakeroot: its mode, chosen before anything changes (unused without the flag).
   const RootMode fakeroot = r.fakeroot ? fakeroot_mode(r.fakeroot_options) : RootMode::fakeroot_auto;
   const std::string image = absolute(r.image);
+  // A sandbox is bound from this descriptor, so the directory judged below is the one
+  // the container gets even if the path is swapped afterwards.
+  UniqueFd sandbox_dir(::open(image.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
   struct stat st {};
-  if (::stat(image.c_str(), &st) != 0) throw_errno(r.image);
+  if (sandbox_dir ? ::fstat(sandbox_dir.get(), &st) != 0 : ::stat(image.c_str(), &st) != 0) throw_errno(r.image);
   const bool sandbox = S_ISDIR(st.st_mode);
   std::optional<OpenedSquashfs> sif;
   if (!sandbox) sif = open_squashfs(image, r, session_mount_point());
-  // Execution control judged one file: this run mounts that file, through the descriptor
-  // opened here (image_mount.cpp), or nothing. A sandbox is compared by a path stat: no
-  // list admits a sandbox by its signature, so one swapped for another is admitted alike,
-  // and a SIF swapped in for it differs in identity.
+  // Execution control and the site's image restrictions judged one file: this run mounts
+  // that file, through the descriptor opened here (image_mount.cpp), or nothing; a
+  // sandbox through sandbox_dir.
   if (r.image_checked) {
     const std::optional<FileIdentity> opened =
         sandbox ? std::optional<FileIdentity>(FileIdentity::of(st)) : FileIdentity::of_descriptor(sif->image.fd());
@@ -569,13 +571,14 @@ void launch(const ActionRequest& r) {
   phases::mark("session");
   ImageMount mounted;
   if (sandbox) {
-    if (::mount(image.c_str(), image_root.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0)
+    const std::string judged = "/proc/self/fd/" + std::to_string(sandbox_dir.get());
+    if (::mount(judged.c_str(), image_root.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0)
       throw_errno("binding the sandbox " + image);
   } else {
     mounted = mount_squashfs(sif->location, image_root, privileged, {r.site.kernel_squashfs, r.site.lone_gzip_fuse});
   }
   phases::mark("image-mount-started");
-  const OverlayLayers layers = mount_overlays(overlays, overlay_lock_fds, session_point, privileged);
+  const OverlayLayers layers = mount_overlays(overlays, overlay_lock_fds, session_point, privileged, r.site.kernel_extfs);
   reading.join();
   if (read_failure) std::rethrow_exception(read_failure);
   warn_about_pmi_mismatch(launcher, image_ldso_cache);

@@ -9,12 +9,15 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string_view>
+#include <utility>
 
 #include "ext3/fuse_server.hpp"
 #include "runtime/fuse_program.hpp"
 #include "runtime/image_mount.hpp"
 #include "runtime/loop_device.hpp"
+#include "runtime/server_confinement.hpp"
 #include "util/detached_child.hpp"
 #include "util/environment_block.hpp"
 #include "util/error.hpp"
@@ -46,8 +49,7 @@ void bind_directory(const OverlayImage& image, const std::string& target) {
   }
 }
 
-void mount_ext3_with_kernel(const OverlayImage& image, const std::string& target) {
-  UniqueFd backing = open_file(image.path, image.writable ? O_RDWR : O_RDONLY);
+void mount_ext3_with_kernel(const OverlayImage& image, const UniqueFd& backing, const std::string& target) {
   std::uint64_t size = image.size;
   LoopDevice loop = image.writable ? attach_writable_loop(backing.get(), image.path, image.offset, size)
                                    : attach_read_only_loop(backing.get(), image.path, image.offset, size);
@@ -67,10 +69,13 @@ void mount_ext3_with_kernel(const OverlayImage& image, const std::string& target
 // anything is mounted; then a process that is no child of the container serves it
 // (util/detached_child.hpp) and gets SIGTERM when the container has ended, to write it
 // back and mark it clean. It inherits the overlay's lock, and releases it by ending.
-void mount_ext3_with_capsa(const OverlayImage& image, const std::string& target) {
+// Root's mount is everyone's (allow_other), as root's image mounts are (image_mount.cpp):
+// root's containers may switch users. Root's server gives up root once mounted
+// (server_confinement.hpp): the file it serves may be a user's.
+void mount_ext3_with_capsa(const OverlayImage& image, const std::string& target, bool privileged) {
   ext3::Volume volume(image.path, image.offset, image.writable, image.path);
-  UniqueFd fuse =
-      mount_fuse(target, "capsa-ext3", kLayerFlags | (image.writable ? 0 : MS_RDONLY), ",default_permissions");
+  UniqueFd fuse = mount_fuse(target, "capsa-ext3", kLayerFlags | (image.writable ? 0 : MS_RDONLY),
+                             privileged ? ",allow_other,default_permissions" : ",default_permissions");
   const int fuse_fd = fuse.get();
   // The server also watches this process, the container-to-be, itself: it must end with
   // the container even if its parent-death signal never comes.
@@ -90,6 +95,7 @@ void mount_ext3_with_capsa(const OverlayImage& image, const std::string& target)
         }
         null_fd.reset();
         wipe_inherited_environment();
+        confine_root_fuse_server(io_uring);
         return ext3::serve(volume, fuse_fd, &container, io_uring);
       },
       {.parent_death_signal = SIGTERM, .name = "the ext3 overlay's FUSE server"});
@@ -129,28 +135,47 @@ void make_layer_directory(const std::string& path, const OverlayImage& image) {
               " in it as the writable layer: " + (errno == EEXIST ? "not a directory" : std::strerror(errno)));
 }
 
+// only_root_writes (image_mount.hpp) of the file behind `fd`.
+bool only_root_writes_file(int fd) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) throw_errno("examining the overlay");
+  return only_root_writes(st);
+}
+
+// Who e2fsck runs as when root repairs the layer in `fd`: root itself for a file only root
+// writes, else the file's owner (its group, for a root-owned file its group may write), so
+// that e2fsck parses a user's file with no more than that user's rights.
+std::optional<std::pair<uid_t, gid_t>> repairer_of(int fd) {
+  if (::geteuid() != 0 || only_root_writes_file(fd)) return std::nullopt;
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) throw_errno("examining the overlay");
+  return std::pair<uid_t, gid_t>{st.st_uid != 0 ? st.st_uid : kConfinedServerUid, st.st_gid};
+}
+
 }  // namespace
 
 void repair_ext3_if_needed(const OverlayImage& image) {
+  std::optional<std::pair<uid_t, gid_t>> run_as;
   {
     UniqueFd fd = open_file(image.path, O_RDONLY);
     if (read_ext3_superblock(fd.get(), image.offset).clean) return;
+    run_as = repairer_of(fd.get());
   }
   const std::string e2fsck = find_system_program("e2fsck");
   if (e2fsck.empty())
     throw Error("overlay " + image.path + " needs checking and e2fsck was not found (install e2fsprogs)");
   log::info("overlay " + image.path + " was not unmounted cleanly: checking it with e2fsck");
-  Captured preen = run_captured(Command{{e2fsck, "-p", e2fs_name(image)}}, "");
+  Captured preen = run_captured(Command{.argv = {e2fsck, "-p", e2fs_name(image)}, .run_as = run_as}, "");
   // 0: clean, 1: repaired, 2: repaired (reboot advised, meaningless here); 4 and up: needs -y.
   if (preen.status.exited() && preen.status.exit_code() < 4) return;
-  Captured yes = run_captured(Command{{e2fsck, "-y", e2fs_name(image)}}, "");
+  Captured yes = run_captured(Command{.argv = {e2fsck, "-y", e2fs_name(image)}, .run_as = run_as}, "");
   if (yes.status.exited() && yes.status.exit_code() < 4) return;
   throw Error("overlay " + image.path + " is damaged and e2fsck could not repair it (exit status " +
               std::to_string(yes.status.code()) + "); run `e2fsck -f " + e2fs_name(image) + "` yourself");
 }
 
 OverlayLayers mount_overlays(const std::vector<OverlayImage>& images, const std::vector<int>& lock_fds,
-                             const std::string& session, bool privileged) {
+                             const std::string& session, bool privileged, bool allow_kernel_extfs) {
   OverlayLayers layers;
   if (images.empty()) return layers;
   for (const char* dir : {"/overlays", "/logs"})
@@ -159,19 +184,28 @@ OverlayLayers mount_overlays(const std::vector<OverlayImage>& images, const std:
     const OverlayImage& image = images[i];
     const std::string target = session + "/overlays/" + std::to_string(i);
     if (::mkdir(target.c_str(), 0755) != 0) throw_errno(target);
+    bool served_by_capsa = false;  // an ext3 layer on capsa's FUSE server
     switch (image.kind) {
       case OverlayKind::Directory:
         bind_directory(image, target);
         break;
-      case OverlayKind::Ext3:
+      case OverlayKind::Ext3: {
         if (image.writable) repair_ext3_if_needed(image);
-        if (privileged)
-          mount_ext3_with_kernel(image, target);
-        else if (use_fuse2fs())
+        // Judged on the descriptor the loop device is made from, not on the path again.
+        UniqueFd backing;
+        if (privileged && allow_kernel_extfs) {
+          backing = open_file(image.path, image.writable ? O_RDWR : O_RDONLY);
+          if (!only_root_writes_file(backing.get())) backing.reset();
+        }
+        if (backing)
+          mount_ext3_with_kernel(image, backing, target);
+        else if (!privileged && use_fuse2fs())
           mount_ext3_with_fuse2fs(image, lock_fds.at(i), session, target, i);
         else
-          mount_ext3_with_capsa(image, target);
+          mount_ext3_with_capsa(image, target, privileged);
+        served_by_capsa = !backing && !(!privileged && use_fuse2fs());
         break;
+      }
       case OverlayKind::Squashfs: {
         std::uint64_t size = image.size;
         if (size == 0) {
@@ -191,7 +225,7 @@ OverlayLayers mount_overlays(const std::vector<OverlayImage>& images, const std:
       layers.upper = target + "/upper";
       layers.work = target + "/work";
       layers.upper_on_fuse = image.kind == OverlayKind::Ext3 && !privileged && use_fuse2fs();
-      layers.upper_on_capsa_fuse = image.kind == OverlayKind::Ext3 && !privileged && !layers.upper_on_fuse;
+      layers.upper_on_capsa_fuse = image.kind == OverlayKind::Ext3 && served_by_capsa;
     } else {
       const std::string upper = target + "/upper";
       layers.lowers.insert(layers.lowers.begin(),

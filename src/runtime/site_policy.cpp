@@ -49,18 +49,29 @@ const char* name_of(ImageKind kind) {
 }
 
 // By the file's magic, as Apptainer's image drivers tell them apart.
-ImageKind kind_of(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return ImageKind::other;  // the launch says why
+ImageKind kind_of_descriptor(int fd, const struct stat& st) {
   if (S_ISDIR(st.st_mode)) return ImageKind::dir;
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd) return ImageKind::other;
   std::array<unsigned char, 1084> head{};
-  ssize_t n = ::pread(fd.get(), head.data(), head.size(), 0);
+  ssize_t n = ::pread(fd, head.data(), head.size(), 0);
   if (n >= 41 && std::memcmp(head.data() + 32, "SIF_MAGIC", 9) == 0) return ImageKind::sif;
   if (n >= 4 && std::memcmp(head.data(), "hsqs", 4) == 0) return ImageKind::squashfs;
   if (n >= 1082 && head[1080] == 0x53 && head[1081] == 0xEF) return ImageKind::extfs;
   return ImageKind::other;
+}
+
+ImageKind kind_of(const std::string& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  struct stat st {};
+  if (!fd || ::fstat(fd.get(), &st) != 0) return ImageKind::other;  // the launch says why
+  return kind_of_descriptor(fd.get(), st);
+}
+
+// Whether the site restricts which images users run at all (the defaults do not): only
+// then is the checked file pinned for the launch, which costs the run a kept image.
+bool restricts_images(const config::SiteConfig& site) {
+  return !site.allow_container_sif || !site.allow_container_squashfs || !site.allow_container_extfs ||
+         !site.allow_container_dir || !site.limit_container_paths.empty() || !site.limit_container_owners.empty() ||
+         !site.limit_container_groups.empty();
 }
 
 bool allowed(const config::SiteConfig& site, ImageKind kind) {
@@ -77,6 +88,16 @@ bool allowed(const config::SiteConfig& site, ImageKind kind) {
       return true;
   }
   return true;
+}
+
+// Where the open file `fd` lies, as the kernel names it: symlinks resolved when it was
+// opened, so nothing can be swapped in between.
+std::string opened_path(int fd, const std::string& image) {
+  char buffer[PATH_MAX];
+  const std::string link = "/proc/self/fd/" + std::to_string(fd);
+  const ssize_t n = ::readlink(link.c_str(), buffer, sizeof buffer - 1);
+  if (n <= 0) throw_errno(image);
+  return std::string(buffer, static_cast<std::size_t>(n));
 }
 
 bool under(const std::string& path, std::string prefix) {
@@ -130,10 +151,6 @@ void apply_site_config(const config::SiteConfig& site, ActionRequest& r) {
         refuse(site, "the overlay " + overlay.path + " (" + name_of(kind) + ")",
                std::string("allow container ") + name_of(kind) + " = no");
     }
-  } else if (!site.allow_kernel_extfs) {
-    for (const OverlaySpec& overlay : r.overlays)
-      if (kind_of(overlay.path) == ImageKind::extfs)
-        refuse(site, "mounting the ext3 overlay " + overlay.path + " with the kernel", "allow kernel extfs = no");
   }
   // System mounts the configuration turns off are --no-mount ones the user cannot undo.
   auto off = [&r](bool mounted, const char* name) {
@@ -165,6 +182,7 @@ void apply_site_config(const config::SiteConfig& site, ActionRequest& r) {
   r.site.cni_plugin_path = site.cni_plugin_path;
   r.site.keep_image_seconds = site.keep_image_seconds;
   r.site.kernel_squashfs = site.allow_kernel_squashfs;
+  r.site.kernel_extfs = site.allow_kernel_extfs;
   r.site.lone_gzip_fuse = site.fuse_for_lone_gzip_images;
   r.site.allow_encrypted = site.allow_container_encrypted;
   r.site.mount_slave = site.mount_slave;
@@ -174,24 +192,26 @@ void apply_site_config(const config::SiteConfig& site, ActionRequest& r) {
                        because(site, "max loop devices = " + std::to_string(site.max_loop_devices)));
 }
 
-void check_site_image(const config::SiteConfig& site, const std::string& image) {
-  if (::geteuid() == 0) return;  // Apptainer: "Ignored for the root user"
-  ImageKind kind = kind_of(image);
+std::optional<FileIdentity> check_site_image(const config::SiteConfig& site, const std::string& image) {
+  if (::geteuid() == 0) return std::nullopt;  // Apptainer: "Ignored for the root user"
+  if (!restricts_images(site)) return std::nullopt;
+  // Every check below reads this one open file, never the path again: a path swapped
+  // between an allowed and a forbidden image (a symlink flipped in a loop) is judged by
+  // what was opened, and launch() refuses to run anything but that file.
+  const UniqueFd opened(::open(image.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!opened) throw_errno(image);
+  struct stat st {};
+  if (::fstat(opened.get(), &st) != 0) throw_errno(image);
+  ImageKind kind = kind_of_descriptor(opened.get(), st);
   if (!allowed(site, kind))
     throw Error(image + ": " + name_of(kind) + " images are not allowed by the administrator " +
                 because(site, std::string("allow container ") + name_of(kind) + " = no"));
-  if (site.limit_container_paths.empty() && site.limit_container_owners.empty() && site.limit_container_groups.empty())
-    return;
-  char resolved[PATH_MAX];
-  if (::realpath(image.c_str(), resolved) == nullptr) throw_errno(image);
-  const std::string path = resolved;
+  const std::string path = opened_path(opened.get(), image);
   if (!site.limit_container_paths.empty() &&
       std::none_of(site.limit_container_paths.begin(), site.limit_container_paths.end(),
                    [&](const std::string& prefix) { return under(path, prefix); }))
     throw Error(path + " is not in a path the administrator allows containers in (" +
                 joined(site.limit_container_paths) + ") " + because(site, "limit container paths"));
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) throw_errno(path);
   if (!site.limit_container_owners.empty()) {
     const passwd* owner = ::getpwuid(st.st_uid);
     const std::string name = owner != nullptr ? owner->pw_name : std::to_string(st.st_uid);
@@ -208,6 +228,7 @@ void check_site_image(const config::SiteConfig& site, const std::string& image) 
       throw Error(path + " belongs to the group " + name + ", not to a group the administrator allows (" +
                   joined(site.limit_container_groups) + ") " + because(site, "limit container groups"));
   }
+  return FileIdentity::of(st);
 }
 
 }  // namespace capsa::runtime

@@ -3,10 +3,12 @@
 // any image is mounted, in one line naming the directive and its file; what it sets (the
 // default binds, the system mounts it turns off, /dev, the session tmpfs, the loop device
 // limit) goes into the request. docs/administration.md.
+#include <optional>
 #include <string>
 
 #include "config/site_config.hpp"
 #include "runtime/launch.hpp"
+#include "util/file_identity.hpp"
 
 namespace capsa::runtime {
 
@@ -18,6 +20,9 @@ void apply_site_config(const config::SiteConfig& site, ActionRequest& r);
 // `allow container sif|dir|squashfs|extfs` and `limit container paths|owners|groups`
 // for the image to run (after any pull: a docker:// image runs as a SIF in the cache).
 // Apptainer does not apply them to root, nor does capsa. Throws capsa::Error.
-void check_site_image(const config::SiteConfig& site, const std::string& image);
+// The checks read one open file; its identity is returned where the site restricts
+// images at all, so that the launch runs that file or nothing (ActionRequest's
+// image_checked); nullopt where nothing was restricted.
+std::optional<FileIdentity> check_site_image(const config::SiteConfig& site, const std::string& image);
 
 }  // namespace capsa::runtime

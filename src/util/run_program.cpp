@@ -1,6 +1,7 @@
 #include "util/run_program.hpp"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -39,6 +40,13 @@ Process spawn(const Command& command, const ChildOptions& options) {
     const int redirections[3] = {command.stdin_fd, command.stdout_fd, command.stderr_fd};
     for (int target = 0; target < 3; ++target)
       if (redirections[target] >= 0 && ::dup2(redirections[target], target) < 0) ::_exit(127);
+    if (command.run_as) {
+      const auto [uid, gid] = *command.run_as;
+      if (::setgroups(0, nullptr) != 0 || ::setresgid(gid, gid, gid) != 0 || ::setresuid(uid, uid, uid) != 0) {
+        log::error({"cannot run ", file, " as uid ", std::to_string(uid), ": ", std::strerror(errno)});
+        ::_exit(127);
+      }
+    }
     if (command.env)
       ::execvpe(file, argv.data(), envp.data());
     else

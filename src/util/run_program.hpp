@@ -2,10 +2,13 @@
 // Running programs in child processes (util/process.hpp): the argv array exec takes, a
 // program started with its standard streams where the caller wants them, and a program
 // run with pipes (stdin fed, stdout and stderr captured).
+#include <sys/types.h>
+
 #include <chrono>
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "util/process.hpp"
@@ -24,6 +27,9 @@ struct Command {
   int stdin_fd = -1;
   int stdout_fd = -1;
   int stderr_fd = -1;
+  // When set, the child gives up root for this uid and gid (no supplementary groups)
+  // before it executes: root running a program over a file a user controls.
+  std::optional<std::pair<uid_t, gid_t>> run_as{};
 };
 
 // Starts `command`. When it cannot be executed the child says so on its stderr

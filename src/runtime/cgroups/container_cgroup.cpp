@@ -164,7 +164,9 @@ ContainerCgroup ContainerCgroup::create(const CgroupLimits& limits) {
     if (unified_host || all_in_v2) {
       settings = std::move(wanted);
       const std::string own = directory_of(*unified, own_cgroup(""));
-      v2_parent = root || own == unified->mount_point ? unified->mount_point : parent_of(own);
+      // Beside the caller's own cgroup, for root too: a container of a Slurm job's root
+      // task stays inside the job's cgroup and its limits, not at the top of the tree.
+      v2_parent = own == unified->mount_point ? unified->mount_point : parent_of(own);
       const std::string here = read_text(v2_parent + "/cgroup.controllers");
       available.clear();
       for (const std::string& c : split(here.substr(0, here.find('\n')), ' ')) available.insert(c);
