@@ -71,6 +71,20 @@ void refuse_world_writable(const std::string& dir) {
   }
 }
 
+// The cache's root decides who may change what the cache holds: its owner can rename or
+// replace anything in it whatever the modes. A root of the caller's is the caller's
+// cache; one of root's is the administrator's, shared on purpose (docs/cache.md). Any
+// other owner made the directory where the caller's cache was going to be (a path in a
+// shared place, made first): refused, for root as for users.
+void refuse_foreign_root(const std::string& dir) {
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0) throw_errno("stat " + dir);
+  if (st.st_uid == ::geteuid() || st.st_uid == 0) return;
+  throw Error(dir + " belongs to uid " + std::to_string(st.st_uid) +
+              ", not to you or root: its owner could plant an image there; choose a cache directory of your own "
+              "(CAPSA_CACHEDIR), or have the administrator make a root-owned shared cache");
+}
+
 void write_cachedir_tag(const std::string& root) {
   // https://bford.info/cachedir/: backup tools (tar --exclude-caches, borg, restic) skip it.
   std::string tag = root + "/CACHEDIR.TAG";
@@ -93,6 +107,7 @@ Cache::Cache(std::string root) : root_(std::move(root)) {
   while (root_.size() > 1 && root_.back() == '/') root_.pop_back();
   with_context("cache " + root_, [&] {
     ensure_directory(root_, kPrivateDirMode);
+    refuse_foreign_root(root_);
     refuse_world_writable(root_);
     for (const char* dir : {"/blobs", "/blobs/sha256", "/sif", "/tmp"}) {
       ensure_directory(root_ + dir, kInnerDirMode);

@@ -114,6 +114,10 @@ void write_remote_file(const std::string& path, const RemoteFile& file, unsigned
   }
   out << YAML::EndMap;
   const std::string text = std::string(out.c_str()) + "\n";
+  // A rewrite never widens the file: an existing one keeps its mode where that is
+  // narrower than `mode` (an administrator's 0640 list stays 0640), a new one gets `mode`.
+  struct stat existing {};
+  if (::stat(path.c_str(), &existing) == 0 && S_ISREG(existing.st_mode)) mode &= existing.st_mode & 0777;
   AtomicFile atomic(path, mode);
   write_all(atomic.fd(), {reinterpret_cast<const std::uint8_t*>(text.data()), text.size()});
   atomic.commit();

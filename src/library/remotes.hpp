@@ -53,7 +53,8 @@ struct RemoteFile {
 
 // Reads a remote.yaml; a missing file is an empty list. Error "PATH: ..." when malformed.
 RemoteFile read_remote_file(const std::string& path);
-// Writes it atomically with `mode` (the folder is made, 0700, when missing).
+// Writes it atomically with `mode`, or the existing file's mode where that is narrower (a
+// rewrite never widens it); the folder is made, 0700, when missing.
 void write_remote_file(const std::string& path, const RemoteFile& file, unsigned mode);
 
 std::string user_remote_file();

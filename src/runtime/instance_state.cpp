@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "util/become_user.hpp"
 #include "util/error.hpp"
 #include "util/fd.hpp"
 
@@ -53,6 +54,36 @@ void make_private_directories(const std::string& path) {
 std::string text_of(const std::string& path) {
   std::ifstream in(path);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// A record is a few hundred bytes; anything much larger is not one.
+constexpr off_t kRecordLimit = 64 * 1024;
+
+// What a store's directory holds under one name.
+struct RecordFile {
+  bool owned = false;  // a regular file of the store's owner: a record, or something to remove
+  std::string text;    // its text; "" when it is larger than a record can be
+};
+
+// `file` in the record directory `dir`, opened without following a symbolic link and
+// without blocking (a FIFO opens at once, and is then no regular file), read only when it
+// is a regular file of `owner`'s no larger than a record.
+RecordFile read_record_file(int dir, const std::string& file, uid_t owner) {
+  RecordFile found;
+  const UniqueFd fd(::openat(dir, file.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+  struct stat st {};
+  if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != owner) return found;
+  found.owned = true;
+  if (st.st_size > kRecordLimit) return found;
+  char buffer[4096];
+  while (found.text.size() <= static_cast<std::size_t>(kRecordLimit)) {
+    const ssize_t n = ::read(fd.get(), buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    found.text.append(buffer, static_cast<std::size_t>(n));
+  }
+  if (found.text.size() > static_cast<std::size_t>(kRecordLimit)) found.text.clear();  // grew meanwhile
+  return found;
 }
 
 }  // namespace
@@ -151,14 +182,17 @@ InstanceRecord record_from_json(const std::string& text, const std::string& what
   }
 }
 
-std::string InstanceStore::default_base(uid_t uid, const std::string& home) {
-  return uid == 0 ? "/var/lib/capsa/instances" : home + "/.capsa/instances";
+InstanceStore InstanceStore::default_store(uid_t uid, const std::string& home, const std::string& user, bool create) {
+  if (uid == 0) return at("/var/lib/capsa", "instances", user, uid, create);
+  return at(home, ".capsa/instances", user, uid, create);
 }
 
-InstanceStore InstanceStore::at(const std::string& base, const std::string& user, uid_t uid, bool create) {
+InstanceStore InstanceStore::at(const std::string& trusted, const std::string& below, const std::string& user,
+                                uid_t uid, bool create) {
   InstanceStore store;
-  store.app_dir_ = base + "/app/" + host_name() + "/" + user;
-  store.log_dir_ = base + "/logs/" + host_name() + "/" + user;
+  store.trusted_ = trusted;
+  store.app_dir_ = trusted + "/" + below + "/app/" + host_name() + "/" + user;
+  store.log_dir_ = trusted + "/" + below + "/logs/" + host_name() + "/" + user;
   store.uid_ = uid;
   if (create) {
     make_private_directories(store.app_dir_);
@@ -169,27 +203,70 @@ InstanceStore InstanceStore::at(const std::string& base, const std::string& user
 
 InstanceStore InstanceStore::for_caller() {
   const auto [user, home] = caller_name_and_home();
-  for (const char* variable : {"APPTAINER_CONFIGDIR", "SINGULARITY_CONFIGDIR"})
-    if (const char* dir = std::getenv(variable); dir != nullptr && *dir == '/')
-      return at(std::string(dir) + "/instances", user, ::getuid(), true);
-  return at(default_base(::getuid(), home), user, ::getuid(), true);
+  // Root's store is root's alone: a root shell with a user's environment (sudo -E) must
+  // not take a user's directory for it and act on the processes its records name.
+  if (::getuid() != 0)
+    for (const char* variable : {"APPTAINER_CONFIGDIR", "SINGULARITY_CONFIGDIR"})
+      if (const char* dir = std::getenv(variable); dir != nullptr && *dir == '/')
+        return at(dir, "instances", user, ::getuid(), true);
+  return default_store(::getuid(), home, user, true);
 }
 
 InstanceStore InstanceStore::for_user(const std::string& user) {
   if (user.empty()) return for_caller();
   if (::getuid() != 0) throw Error("--user " + user + ": only root may act on another user's instances");
-  passwd* pw = ::getpwnam(user.c_str());
+  const passwd* pw = ::getpwnam(user.c_str());
   if (pw == nullptr) throw Error("--user " + user + ": no such user");
-  return at(default_base(pw->pw_uid, pw->pw_dir), pw->pw_name, pw->pw_uid, false);  // root makes nothing there
+  const std::string name = pw->pw_name, home = pw->pw_dir;
+  const uid_t uid = pw->pw_uid;
+  const gid_t gid = pw->pw_gid;
+  // The whole process, not setfsuid around each access: the records name processes to
+  // signal and /proc files to read as well as files, and setfsuid would leave root's
+  // supplementary groups and its power to signal anyone; nothing after this needs root.
+  become_user(name, uid, gid);
+  return default_store(uid, home, name, false);  // root makes nothing there
+}
+
+UniqueFd InstanceStore::open_app_dir() const {
+  UniqueFd dir(::open(trusted_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!dir) {
+    if (errno == ENOENT) return {};
+    throw_errno("opening " + trusted_);
+  }
+  std::string path = trusted_;
+  std::istringstream parts(app_dir_.substr(trusted_.size()));
+  for (std::string part; std::getline(parts, part, '/');) {
+    if (part.empty()) continue;
+    path += "/" + part;
+    // Followed, and then judged by its owner: a user may move ~/.capsa to scratch with a
+    // symbolic link, but not point the store at a directory of anyone else's.
+    UniqueFd next(::openat(dir.get(), part.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!next && errno == ENOENT) return {};
+    if (!next && errno == ENOTDIR) throw Error(path + " is not a directory: remove it, and capsa makes it again");
+    if (!next) throw_errno("opening " + path);
+    struct stat st {};
+    if (::fstat(next.get(), &st) != 0) throw_errno("opening " + path);
+    if (st.st_uid != uid_)
+      throw Error(path + " belongs to uid " + std::to_string(st.st_uid) + ", not to the store's uid " +
+                  std::to_string(uid_) + ": remove it, and capsa makes it again");
+    dir = std::move(next);
+  }
+  return dir;
 }
 
 std::optional<InstanceRecord> InstanceStore::find(const std::string& name) const {
-  const std::string path = record_path(name);
-  std::string text = text_of(path);
-  if (text.empty()) return std::nullopt;
+  const UniqueFd dir = open_app_dir();
+  if (!dir) return std::nullopt;
+  return find_in(dir.get(), name);
+}
+
+std::optional<InstanceRecord> InstanceStore::find_in(int dir, const std::string& name) const {
+  const std::string file = name + ".json";
+  const RecordFile found = read_record_file(dir, file, uid_);
+  if (!found.owned) return std::nullopt;  // missing, or no record: not capsa's to remove
   std::optional<InstanceRecord> record;
   try {
-    record = record_from_json(text, path);
+    record = record_from_json(found.text, record_path(name));
   } catch (const FormatError&) {
     // Half a record cannot be: save() renames complete files. Whatever this is, it
     // describes no live instance.
@@ -197,25 +274,28 @@ std::optional<InstanceRecord> InstanceStore::find(const std::string& name) const
   // A record names only an instance of the store's owner: one forged to name another
   // user's process describes nothing this user may act on.
   if (record && record->name == name && record->uid == uid_ && instance_alive(*record)) return record;
-  ::unlink(path.c_str());
+  ::unlinkat(dir, file.c_str(), 0);
   return std::nullopt;
 }
 
 std::vector<InstanceRecord> InstanceStore::live_records(const std::function<bool(const std::string&)>& wanted) const {
+  const UniqueFd dir = open_app_dir();
+  if (!dir) return {};
   std::vector<std::string> names;
-  if (DIR* dir = ::opendir(app_dir_.c_str())) {
-    while (dirent* entry = ::readdir(dir)) {
+  // readdir's own descriptor: closedir closes it, `dir` stays for the records.
+  if (DIR* listing = ::fdopendir(::fcntl(dir.get(), F_DUPFD_CLOEXEC, 0))) {
+    while (dirent* entry = ::readdir(listing)) {
       const std::string file = entry->d_name;
       if (file.size() <= 5 || !file.ends_with(".json")) continue;
       std::string name = file.substr(0, file.size() - 5);
       if (wanted(name)) names.push_back(std::move(name));
     }
-    ::closedir(dir);
+    ::closedir(listing);
   }
   std::sort(names.begin(), names.end());
   std::vector<InstanceRecord> out;
   for (const std::string& name : names)
-    if (auto record = find(name)) out.push_back(std::move(*record));
+    if (auto record = find_in(dir.get(), name)) out.push_back(std::move(*record));
   return out;
 }
 
@@ -250,13 +330,17 @@ void InstanceStore::save(const InstanceRecord& record) const {
 }
 
 void InstanceStore::remove_if(const std::string& name, pid_t pid) const {
-  const std::string path = record_path(name);
+  const UniqueFd dir = open_app_dir();
+  if (!dir) return;
+  const std::string file = name + ".json";
+  const RecordFile found = read_record_file(dir.get(), file, uid_);
+  if (!found.owned) return;
   try {
-    if (record_from_json(text_of(path), path).pid != pid) return;
+    if (record_from_json(found.text, record_path(name)).pid != pid) return;
   } catch (const FormatError&) {
     return;
   }
-  ::unlink(path.c_str());
+  ::unlinkat(dir.get(), file.c_str(), 0);
 }
 
 }  // namespace capsa::runtime

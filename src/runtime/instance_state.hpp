@@ -6,6 +6,13 @@
 // BASE is ~/.capsa/instances (the home of the user database, not $HOME, so a job's
 // environment cannot point it elsewhere), and /var/lib/capsa/instances for root.
 //
+// Records are read through descriptors: below the home (or the configuration directory)
+// each directory must be the store owner's (a symbolic link is followed, and what it
+// leads to judged by its owner), and a record is read only when it is a regular file of the owner's, opened
+// without blocking, of at most 64 KiB. Anything else found there (a symbolic link, a FIFO,
+// a directory) is no record and is left alone; a regular file that describes no live
+// instance is removed. Root acts on another user's store only as that user (for_user).
+//
 // A record is believed only while the process it names is the one it recorded: the pid,
 // its start time (/proc/PID/stat) and the boot it started in. A record of a process that
 // has gone (killed capsa, SIGKILL'ed job, rebooted node) is removed when it is read, so
@@ -17,6 +24,8 @@
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "util/fd.hpp"
 
 namespace capsa::runtime {
 
@@ -48,10 +57,14 @@ class InstanceStore {
  public:
   // The calling user's store; its directories are made (0700) when missing. As Apptainer
   // keeps instances in the user's configuration directory, $APPTAINER_CONFIGDIR
-  // ($SINGULARITY_CONFIGDIR) moves it to DIR/instances.
+  // ($SINGULARITY_CONFIGDIR) moves it to DIR/instances, for users only: root's store
+  // stays in /var/lib/capsa, whatever environment a root shell took from a user (sudo -E).
   static InstanceStore for_caller();
-  // `user`'s store (root's -u/--user); "" is the caller's. Throws Error for anyone but
-  // root, and for a user the user database does not know.
+  // `user`'s store (root's -u/--user); "" is the caller's. Root first becomes `user`
+  // for good (util/become_user.hpp): the store is the user's to shape, so everything
+  // the rest of the command does to it, and the signals of `instance stop`, are the
+  // user's own acts. Throws Error for anyone but root, and for a user the user database
+  // does not know.
   static InstanceStore for_user(const std::string& user);
 
   const std::string& app_dir() const { return app_dir_; }
@@ -73,10 +86,19 @@ class InstanceStore {
  private:
   // The live records whose name (the file's, without ".json") `wanted` accepts, by name.
   std::vector<InstanceRecord> live_records(const std::function<bool(const std::string&)>& wanted) const;
-  // The store under `base` (e.g. ~/.capsa/instances) for `user` on this host.
-  static InstanceStore at(const std::string& base, const std::string& user, uid_t uid, bool create);
-  // Where `uid`'s instances are kept unless the configuration directory is moved.
-  static std::string default_base(uid_t uid, const std::string& home);
+  // find() in the record directory `dir` (open_app_dir()).
+  std::optional<InstanceRecord> find_in(int dir, const std::string& name) const;
+  // The record directory, opened a component at a time below trusted_; an empty
+  // descriptor when it does not exist. Throws Error when a component is no directory
+  // or not the owner's.
+  UniqueFd open_app_dir() const;
+  // The store at TRUSTED/BELOW (e.g. HOME and .capsa/instances) for `user` on this host:
+  // TRUSTED is taken as it is, each directory below it must be the owner's.
+  static InstanceStore at(const std::string& trusted, const std::string& below, const std::string& user, uid_t uid,
+                          bool create);
+  // The store of `uid`, whose home is `home`, unless the configuration directory is moved.
+  static InstanceStore default_store(uid_t uid, const std::string& home, const std::string& user, bool create);
+  std::string trusted_;
   std::string app_dir_;
   std::string log_dir_;
   uid_t uid_ = 0;  // whose instances the store records

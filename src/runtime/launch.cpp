@@ -49,6 +49,7 @@
 #include "runtime/overlay_mount.hpp"
 #include "runtime/private_namespaces.hpp"
 #include "runtime/seccomp_profile.hpp"
+#include "runtime/session_mount_point.hpp"
 #include "runtime/temporary_image.hpp"
 #include "runtime/underlay_root.hpp"
 #include "sif/image.hpp"
@@ -78,18 +79,6 @@ std::string caller_home() {
 std::string current_directory() {
   char buf[PATH_MAX];
   return ::getcwd(buf, sizeof buf) ? std::string(buf) : std::string("/");
-}
-
-// Where this container's session tmpfs is mounted: a directory that only has to exist.
-// Each container mounts over it in its own mount namespace, so one serves them all.
-std::string session_mount_point() {
-  if (const char* dir = std::getenv("CAPSA_SESSION_DIR"); dir && *dir) return dir;
-  std::string fallback = "/tmp/.capsa-session-" + std::to_string(::getuid());
-  if (::mkdir(fallback.c_str(), 0700) != 0 && errno != EEXIST) throw_errno(fallback);
-  struct stat st {};
-  if (::lstat(fallback.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::getuid())
-    throw Error(fallback + " is not a directory owned by you; remove it or set CAPSA_SESSION_DIR");
-  return fallback;
 }
 
 // A SIF's primary partition, checked before anything is mounted, with a reader of its

@@ -1,5 +1,6 @@
 #include "spank/named_container.hpp"
 
+#include <dirent.h>
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -28,16 +29,42 @@ std::string read_text(const std::string& path) {
 
 }  // namespace
 
-std::string named_job_dir(const std::string& state_dir, uid_t uid, const std::string& host, const std::string& job) {
-  return state_dir + "/capsa-spank-" + std::to_string(uid) + "/" + host + "/" + job;
+std::string user_state_dir(const std::string& state_dir, uid_t uid, bool make) {
+  const std::string usual = state_dir + "/capsa-spank-" + std::to_string(uid);
+  if (make && ::mkdir(usual.c_str(), 0700) != 0 && errno != EEXIST)
+    throw std::runtime_error("cannot make " + usual + " for the named container: " + std::strerror(errno));
+  if (owned_directory(usual, uid)) return usual;
+  // Someone else's, or no directory: the user's own unpredictable one. The first by name,
+  // so that every step of the job on the node agrees on it.
+  const std::string stem = "capsa-spank-" + std::to_string(uid) + ".";
+  std::string first;
+  if (DIR* dir = ::opendir(state_dir.c_str())) {
+    while (const dirent* entry = ::readdir(dir)) {
+      const std::string name = entry->d_name;
+      if (name.size() == stem.size() + 6 && name.starts_with(stem) && (first.empty() || name < first) &&
+          owned_directory(state_dir + "/" + name, uid))
+        first = name;
+    }
+    ::closedir(dir);
+  }
+  if (!first.empty()) return state_dir + "/" + first;
+  if (!make) return "";
+  std::string pattern = state_dir + "/" + stem + "XXXXXX";
+  if (::mkdtemp(pattern.data()) == nullptr)
+    throw std::runtime_error("cannot make " + pattern + " for the named container: " + std::strerror(errno));
+  return pattern;
 }
 
-NamedPaths named_container_paths(const std::string& state_dir, uid_t uid, const std::string& host,
-                                 const std::string& job, const std::string& name) {
+std::string named_job_dir(const std::string& user_dir, const std::string& host, const std::string& job) {
+  return user_dir + "/" + host + "/" + job;
+}
+
+NamedPaths named_container_paths(const std::string& user_dir, const std::string& host, const std::string& job,
+                                 const std::string& name) {
   NamedPaths paths;
-  paths.user_dir = state_dir + "/capsa-spank-" + std::to_string(uid);
+  paths.user_dir = user_dir;
   paths.host_dir = paths.user_dir + "/" + host;
-  paths.job_dir = named_job_dir(state_dir, uid, host, job);
+  paths.job_dir = named_job_dir(user_dir, host, job);
   paths.overlay_dir = paths.job_dir + "/" + name;
   paths.image_file = paths.job_dir + "/" + name + ".image";
   return paths;

@@ -203,8 +203,10 @@ int start_instance(spank_t sp) {
   std::optional<capsa::spank::NamedState> named;
   try {
     if (!state.request.name.empty()) {
-      const auto paths = capsa::spank::named_container_paths(state.state_dir, state.uid, host_name(),
-                                                             std::to_string(job_id), state.request.name);
+      // user_init runs with the user's effective ids: what it makes is the user's.
+      const auto paths =
+          capsa::spank::named_container_paths(capsa::spank::user_state_dir(state.state_dir, state.uid, true),
+                                              host_name(), std::to_string(job_id), state.request.name);
       image = capsa::spank::prepare_named_container(paths, state.uid, image);
       named = capsa::spank::NamedState{paths.overlay_dir};
     }
@@ -410,7 +412,9 @@ int slurm_spank_job_epilog(spank_t sp, int /*ac*/, char** /*av*/) {
   uid_t uid = 0;
   gid_t gid = 0;
   if (!item(sp, S_JOB_ID, &job_id) || !item(sp, S_JOB_UID, &uid) || !item(sp, S_JOB_GID, &gid)) return ok;
-  const auto dir = capsa::spank::named_job_dir(state.state_dir, uid, host_name(), std::to_string(job_id));
+  const auto user_dir = capsa::spank::user_state_dir(state.state_dir, uid, false);  // root makes nothing
+  if (user_dir.empty()) return ok;
+  const auto dir = capsa::spank::named_job_dir(user_dir, host_name(), std::to_string(job_id));
   if (!capsa::spank::owned_directory(dir, uid)) return ok;
   // As the user: nothing the user could not remove is removed.
   const auto result = capsa::spank::run_as_user({{"/bin/rm", "-rf", "--one-file-system", dir}, {}, uid, gid});

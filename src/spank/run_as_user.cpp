@@ -6,10 +6,12 @@
 #include <pwd.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 
@@ -91,9 +93,18 @@ UserCommandResult run_as_user(const UserCommand& command) {
   while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
   if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
+  // Only the tail comes into slurmstepd: what the plugin uses is capsa's last line, and
+  // the user's command decides how much it prints (an image's messages, a long error).
+  struct stat st {};
+  off_t start = 0;
+  if (::fstat(output_fd, &st) == 0 && st.st_size > static_cast<off_t>(kOutputLimit)) {
+    start = st.st_size - static_cast<off_t>(kOutputLimit);
+    result.output = "[capsa's output cut: its first " + std::to_string(start) + " bytes are not shown]\n";
+  }
   char buffer[4096];
-  for (off_t offset = 0;;) {
-    const ssize_t n = ::pread(output_fd, buffer, sizeof buffer, offset);
+  for (off_t offset = start; offset - start < static_cast<off_t>(kOutputLimit);) {
+    const auto wanted = std::min(sizeof buffer, static_cast<size_t>(kOutputLimit - (offset - start)));
+    const ssize_t n = ::pread(output_fd, buffer, wanted, offset);
     if (n <= 0) break;
     result.output.append(buffer, static_cast<size_t>(n));
     offset += n;

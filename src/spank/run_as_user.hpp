@@ -6,6 +6,7 @@
 // signals. Its stdout and stderr are captured.
 #include <sys/types.h>
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -18,9 +19,13 @@ struct UserCommand {
   gid_t gid = 0;
 };
 
+// The most of a command's output read into slurmstepd (1 MiB): its tail, after a line
+// that says how much was cut.
+constexpr std::size_t kOutputLimit = std::size_t{1} << 20;
+
 struct UserCommandResult {
   int exit_code = -1;  // -1: killed by a signal, or not started
-  std::string output;  // stdout and stderr, interleaved
+  std::string output;  // stdout and stderr, interleaved; the last kOutputLimit bytes
 };
 
 UserCommandResult run_as_user(const UserCommand& command);

@@ -147,6 +147,26 @@ TEST_F(Remote, AddUseListRemoveKeepTheUsersFileMode0600) {
   EXPECT_EQ(file_mode(remote_file()), 0600u);
 }
 
+// A rewrite keeps a narrower mode than capsa's own: an administrator's 0640 list (issue
+// 45: it was rewritten 0644) and a user's read-only 0400 file stay as they were made.
+TEST_F(Remote, ARewriteNeverWidensTheFilesMode) {
+  ASSERT_EQ(capsa({"remote", "add", "--no-login", "one", "library.example.org"}).exit_code, 0);
+  ASSERT_EQ(::chmod(remote_file().c_str(), 0400), 0);
+  ASSERT_EQ(capsa({"remote", "add", "--no-login", "two", "library.example.org"}).exit_code, 0);
+  EXPECT_EQ(file_mode(remote_file()), 0400u);
+  EXPECT_NE(test::read_file(remote_file()).find("two:"), std::string::npos);
+  if (::geteuid() != 0) return;  // the system-wide list is root's
+  const auto& prefix = config::testing::SitePrefix::get();
+  const std::string installed = prefix.path() + "/bin/capsa";
+  const std::string system_file = prefix.path() + "/etc/capsa/remote.yaml";
+  ASSERT_EQ(capsa({"remote", "add", "--global", "--insecure", "site", url}, "", installed).exit_code, 0);
+  EXPECT_EQ(file_mode(system_file), 0644u) << "a new list is readable by every user";
+  ASSERT_EQ(::chmod(system_file.c_str(), 0640), 0);
+  ASSERT_EQ(capsa({"remote", "add", "--global", "--insecure", "site2", url}, "", installed).exit_code, 0);
+  EXPECT_EQ(file_mode(system_file), 0640u) << "root's rewrite widened the administrator's list";
+  std::filesystem::remove(system_file);
+}
+
 TEST_F(Remote, LoginTakesTheTokenFromStandardInputAndPullsSendIt) {
   ASSERT_EQ(capsa({"remote", "add", "--no-login", "--insecure", "lib", url}).exit_code, 0);
   ASSERT_EQ(capsa({"remote", "use", "lib"}).exit_code, 0);

@@ -223,10 +223,18 @@ TEST(Instance, StopSignalTimeoutForceAndAll) {
   EXPECT_EQ(capsa({"instance", "stop", "-s", "10", a}).exit_code, 0);
   EXPECT_TRUE(listed(a).empty());
   // --all: every instance of the caller. In a configuration directory of the test's own
-  // (APPTAINER_CONFIGDIR moves the records, as in Apptainer), so that it stops nothing
-  // the suites running beside it started as the same user.
+  // (APPTAINER_CONFIGDIR moves a user's records, as in Apptainer), so that it stops
+  // nothing the suites running beside it started as the same user. Root's store never
+  // moves (docs/instances.md): root's --all would stop the instances of the suites beside.
   std::filesystem::create_directories(dir / "config");
   const std::vector<std::string> own_store = {"APPTAINER_CONFIGDIR=" + (dir / "config")};
+  if (::geteuid() == 0) {
+    ASSERT_EQ(capsa({"instance", "start", runtime::testing::busybox_sif(), a}, own_store).exit_code, 0);
+    EXPECT_EQ(listed(a).size(), 1u) << "root's records stay in root's store";
+    EXPECT_EQ(capsa({"instance", "stop", a}).exit_code, 0);
+    expect_nothing_left(image);
+    return;
+  }
   ASSERT_EQ(capsa({"instance", "start", runtime::testing::busybox_sif(), a}, own_store).exit_code, 0);
   ASSERT_EQ(capsa({"instance", "start", runtime::testing::busybox_sif(), b}, own_store).exit_code, 0);
   EXPECT_EQ(json::parse(capsa({"instance", "list", "--json"}, own_store).out)["instances"].size(), 2u);
