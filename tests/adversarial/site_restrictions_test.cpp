@@ -472,6 +472,30 @@ TEST(SiteRestrictionsTable, EveryRestrictionIsInstantiated) {
   EXPECT_EQ(names, kNames);
 }
 
+// `capsa build --bind` binds into the container %post and %test run in: a user bind too.
+TEST(SiteRestrictionsBuild, BuildBindsAreUserBinds) {
+  write_site_conf("");
+  OwnedDir dir(attacker());
+  const std::string image = image_owned_by(attacker(), dir, "busybox.sif");
+  owned_dir(attacker(), dir / "data");
+  dir.write("data/marker", std::string(kLoose) + "\n");
+  const std::string def =
+      dir.write("t.def", "Bootstrap: localimage\nFrom: " + image + "\n\n%post\n  cat /mnt/marker\n");
+  const std::string users_file = dir.write("loose.conf", "user bind control = yes\n");
+  const std::vector<std::string> build = {"build", "--force", "--bind", dir / "data:/mnt", dir / "out.sif", def};
+  test::ProcessResult r = capsa_as(attacker(), build);
+  ASSERT_NE(r.out.find(kLoose), std::string::npos) << "the build's bind works where the site allows it\n" << shown(r);
+
+  write_site_conf("user bind control = no\n");
+  for (const Way& way : ways()) {
+    r = way.run(Attempt{"build --bind", build}, users_file);
+    EXPECT_EQ(r.out.find(kLoose), std::string::npos) << way.what << "\n" << shown(r);
+    EXPECT_EQ(r.exit_code, 1) << way.what << "\n" << shown(r);
+    EXPECT_NE(r.err.find("`user bind control = no`"), std::string::npos) << way.what << "\n" << shown(r);
+  }
+  write_site_conf("");
+}
+
 // `exec instance://NAME` mounts no image: it joins the caller's instance, whose image was
 // checked when it started. With a `limit container ...` directive the join worked nowhere
 // (realpath("instance://...") failed: issue 45), and so neither did the SPANK plugin's
