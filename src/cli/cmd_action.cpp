@@ -284,8 +284,6 @@ runtime::ActionRequest request_from(const std::string& action, const ActionFlags
   r.sharens = f.sharens || env_flag("SHARENS");
   if (r.fusemounts.empty())
     if (auto value = env_value("FUSESPEC")) r.fusemounts = {*value};
-  if (!r.fusemounts.empty() && !site.enable_fusemount)
-    throw Error("--fusemount is disabled by the administrator (enable fusemount = no in capsa.conf)");
   r.overlays = runtime::parse_overlays(list_flag(f.overlays, {"OVERLAY", "OVERLAYIMAGE"}));
   r.namespaces.netns_path = !f.netns_path.empty() ? f.netns_path : env_value("NETNS_PATH").value_or("");
   if (!r.namespaces.netns_path.empty() && r.namespaces.net) {

@@ -100,6 +100,13 @@ build::BuildOptions options_from(const BuildFlags& f) {
   if (auto from_environment = env_value("MOUNT")) mounts.insert(mounts.begin(), *from_environment);
   for (const auto& m : mounts)
     for (auto& spec : runtime::parse_mount(m)) o.binds.push_back(spec);
+  // %post and %test run in a container too: their binds are user binds (issue 45).
+  if (!o.binds.empty() && !site_config().user_bind_control) {
+    const std::string origin = site_config().origin.empty() ? "capsa.conf" : site_config().origin;
+    throw Error(
+        "-B/--bind, --mount and APPTAINER_MOUNT: not allowed by the administrator (`user bind control = no` in " +
+        origin + ")");
+  }
   o.no_cleanup = f.no_cleanup || env_flag("NO_CLEANUP");
   o.ignore_subuid = f.ignore_subuid || env_flag("IGNORE_SUBUID");
   o.ignore_fakeroot_command = f.ignore_fakeroot_command || env_flag("IGNORE_FAKEROOT_COMMAND");

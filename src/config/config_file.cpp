@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "config/directives.hpp"
@@ -90,6 +91,9 @@ std::string nearest_directive(std::string_view name) {
 
 ConfigFile parse_config(std::string_view text, const std::string& path, std::vector<std::string>* warnings) {
   std::vector<ConfigLine> lines;
+  // The first line of each non-list directive: a later one with another value is ignored
+  // (Apptainer's rule), which an administrator who appended a line does not expect.
+  std::map<std::string, ConfigLine, std::less<>> first;
   int number = 0;
   while (!text.empty() || number == 0) {
     ++number;
@@ -118,6 +122,15 @@ ConfigFile parse_config(std::string_view text, const std::string& path, std::vec
     } else if (!value.empty() && !valid_value(*directive, value)) {
       refuse_value(where, name, value, *directive);
     } else if (!value.empty()) {  // an empty value is no setting, as in Apptainer
+      if (directive->kind != ValueKind::list && warnings != nullptr) {
+        auto earlier = first.find(name);
+        if (earlier == first.end())
+          first.emplace(std::string(name), ConfigLine{std::string(name), value, number});
+        else if (earlier->second.value != value)
+          warnings->push_back(where + "\"" + std::string(name) + " = " + value + "\" is ignored: the first line, " +
+                              path + ":" + std::to_string(earlier->second.line) + " (\"" + std::string(name) + " = " +
+                              earlier->second.value + "\"), counts");
+      }
       lines.push_back({std::string(name), std::move(value), number});
     }
     if (text.empty()) break;

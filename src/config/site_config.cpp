@@ -91,6 +91,8 @@ SiteConfig tighten(const SiteConfig& user, const SiteConfig& system) {
   both(c.mount_tmp, system.mount_tmp);
   if (dev_rank(system.mount_dev) < dev_rank(c.mount_dev)) c.mount_dev = system.mount_dev;
   both(c.mount_hostfs, system.mount_hostfs);
+  // `no` keeps the host's resolv.conf out of containers: a user's file does not bring it in.
+  both(c.config_resolv_conf, system.config_resolv_conf);
   both(c.user_bind_control, system.user_bind_control);
   both(c.enable_fusemount, system.enable_fusemount);
   if (system.enable_overlay == "no") c.enable_overlay = "no";
@@ -111,6 +113,9 @@ SiteConfig tighten(const SiteConfig& user, const SiteConfig& system) {
   both(c.allow_pid_ns, system.allow_pid_ns);
   both(c.allow_uts_ns, system.allow_uts_ns);
   c.sessiondir_max_size_mib = std::min(c.sessiondir_max_size_mib, system.sessiondir_max_size_mib);
+  // A ramfs has no size limit: a user's ramfs would undo `sessiondir max size`. The user
+  // may choose tmpfs where the system says ramfs (that only adds a limit), not the reverse.
+  if (system.memory_fs_type != "ramfs") c.memory_fs_type = system.memory_fs_type;
   c.keep_image_seconds = std::min(c.keep_image_seconds, system.keep_image_seconds);
   c.mksquashfs_procs = lower_limit(c.mksquashfs_procs, system.mksquashfs_procs);
   if (!system.mksquashfs_mem.empty() &&

@@ -12,7 +12,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 
+#include "runtime/instance_state.hpp"
 #include "runtime/loop_device.hpp"
 #include "util/error.hpp"
 #include "util/fd.hpp"
@@ -132,10 +134,19 @@ void apply_site_config(const config::SiteConfig& site, ActionRequest& r) {
     if (!r.binds.empty()) refuse(site, "-B/--bind, --mount and APPTAINER_BIND", setting);
     if (!r.scratch.empty()) refuse(site, "-S/--scratch", setting);
     if (!r.workdir.empty()) refuse(site, "-W/--workdir", setting);
+    // Each of these binds a host path the user names, as -B does (Apptainer refuses a
+    // custom home here too). A home that is not mounted binds nothing: --home then only
+    // sets HOME.
+    if (!r.home.empty() && !r.no_home && site.mount_home) refuse(site, "-H/--home and APPTAINER_HOME", setting);
+    if (!r.libraries.empty()) refuse(site, "--containlibs and APPTAINER_CONTAINLIBS", setting);
+    // A CDI spec's mounts are binds; the site's specs (/etc/cdi, /var/run/cdi) stay usable.
+    if (!r.cdi_dirs.empty()) refuse(site, "--cdi-dirs (CDI specs of your own bind host paths)", setting);
     // Nor is the working directory bound, as in Apptainer ("Not mounting current
     // directory: user bind control is disabled by system administrator").
     r.no_mount.emplace_back("cwd");
   }
+  if (!site.enable_fusemount && !r.fusemounts.empty())
+    refuse(site, "--fusemount and APPTAINER_FUSESPEC", "enable fusemount = no");
   // Apptainer refuses --underlay where the administrator disabled it, unless the run
   // needs an overlay anyway (which then wins over the flag).
   if (r.underlay && site.enable_underlay == "no" && !r.writable_tmpfs && r.overlays.empty() && !r.writable)
@@ -195,6 +206,16 @@ void apply_site_config(const config::SiteConfig& site, ActionRequest& r) {
 std::optional<FileIdentity> check_site_image(const config::SiteConfig& site, const std::string& image) {
   if (::geteuid() == 0) return std::nullopt;  // Apptainer: "Ignored for the root user"
   if (!restricts_images(site)) return std::nullopt;
+  if (image.starts_with("instance://")) {
+    // Joining mounts no image: the instance's was checked when the caller started it. It
+    // is checked again as its record names it, so that a limit the administrator added
+    // since holds for every new command too. No record: the join says none is running.
+    const std::string name = image.substr(std::string("instance://").size());
+    check_instance_name(name);
+    const std::optional<InstanceRecord> record = InstanceStore::for_caller().find(name);
+    if (record) with_context("instance " + name, [&] { check_site_image(site, record->image); });
+    return std::nullopt;
+  }
   // Every check below reads this one open file, never the path again: a path swapped
   // between an allowed and a forbidden image (a symlink flipped in a loop) is judged by
   // what was opened, and launch() refuses to run anything but that file.

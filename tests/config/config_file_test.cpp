@@ -30,7 +30,8 @@ TEST(ConfigFile, ReadsDirectivesCommentsAndRepeatedLists) {
       "mount home = yes\n"
       "mksquashfs procs =\n",
       "site.conf", &warnings);
-  EXPECT_TRUE(warnings.empty());
+  // Only the repeated `mount home` with another value (ConfigFile.RepeatedDirective...).
+  EXPECT_EQ(warnings.size(), 1u);
   EXPECT_EQ(file.values("bind path"), (std::vector<std::string>{"/scratch", "/work:/data:ro", "/groups"}));
   EXPECT_EQ(file.values("limit container paths"), (std::vector<std::string>{"/a", "/b"}));
   // Not a list: every value in order, the first one counts (Apptainer's value[0]).
@@ -49,6 +50,20 @@ TEST(ConfigFile, UnknownDirectiveIsAWarningNamingFileAndLine) {
   EXPECT_EQ(warnings[1], "/x/capsa.conf:3: unknown directive \"frobnicate everything\" ignored");
   EXPECT_FALSE(file.has("mount hmoe"));
   EXPECT_EQ(file.values("mount home"), std::vector<std::string>{"yes"});
+}
+
+TEST(ConfigFile, RepeatedDirectiveWithAnotherValueIsAWarningNamingBothLines) {
+  std::vector<std::string> warnings;
+  ConfigFile file = parse_config(
+      "mount home = no\nbind path = /a\nbind path = /b\nmount tmp = no\nmount tmp = no\n# later, appended:\n"
+      "mount home = yes\n",
+      "/x/capsa.conf", &warnings);
+  // A list adds its lines, the same value twice changes nothing: only the conflict is said.
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_EQ(warnings[0],
+            "/x/capsa.conf:7: \"mount home = yes\" is ignored: the first line, /x/capsa.conf:1 (\"mount home = no\"), "
+            "counts");
+  EXPECT_EQ(file.values("mount home").front(), "no") << "Apptainer's rule: the first line counts";
 }
 
 TEST(ConfigFile, MalformedLineIsAnErrorNamingFileAndLine) {

@@ -75,9 +75,9 @@ TEST(SiteConfig, AUsersFileCannotLoosenTheAdministratorsRestrictions) {
   EXPECT_EQ(c.mksquashfs_mem, "1G");
   EXPECT_FALSE(c.allow_pid_ns);
   EXPECT_FALSE(c.allow_kernel_squashfs);
-  // What restricts nothing is the user's to choose.
+  // What restricts nothing is the user's to choose; a ramfs (no size limit) is not.
   EXPECT_TRUE(c.always_use_nv);
-  EXPECT_EQ(c.memory_fs_type, "ramfs");
+  EXPECT_EQ(c.memory_fs_type, "tmpfs");
 }
 
 TEST(SiteConfig, AUsersFileMayTightenAndAddWhatIsAllowed) {

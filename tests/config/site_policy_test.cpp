@@ -95,6 +95,22 @@ TEST(SitePolicy, UserBindControlNoRefusesUserBindsButKeepsTheSitesOwn) {
   expect_refused(r, "user bind control = no", conf);
   r = capsa({"-c", conf, "exec", "-S", "/scratch", busybox_sif(), "true"});
   expect_refused(r, "user bind control = no", conf);
+  // Each of these binds a host path of the user's choosing too (issue 45).
+  for (const std::vector<std::string>& flags : {std::vector<std::string>{"-H", "/etc:/mnt"},
+                                                {"--home", "/etc"},
+                                                {"--containlibs", "/etc/hosts"},
+                                                {"--cdi-dirs", dir.path()},
+                                                {"-W", dir.path()}}) {
+    std::vector<std::string> args = {"-c", conf, "exec"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    args.insert(args.end(), {busybox_sif(), "true"});
+    expect_refused(capsa(args), "user bind control = no", conf);
+  }
+  expect_refused(capsa({"-c", conf, "exec", busybox_sif(), "true"}, {"APPTAINER_HOME=/etc:/mnt"}),
+                 "user bind control = no", conf);
+  // --home only sets HOME where no home is mounted.
+  r = capsa({"-c", conf, "exec", "--no-home", "--home", "/etc:/mnt", busybox_sif(), "sh", "-c", "echo $HOME"});
+  EXPECT_EQ(r.out, "/mnt\n") << r.err;
   r = capsa({"-c", conf, "exec", busybox_sif(), "cat", "/site/marker"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "site\n");
@@ -187,12 +203,16 @@ TEST(SitePolicy, SessiondirMaxSizeBoundsWritableTmpfs) {
   EXPECT_EQ(r.out, "written\n") << r.err;
 }
 
+// Root's -c replaces the administrator's file; anyone else's is tightened by it.
 TEST(SitePolicy, MemoryFsTypeRamfsHasNoSessionSizeLimit) {
   test::TempDir dir;
   std::string ramfs = dir.write("capsa.conf", "sessiondir max size = 8\nmemory fs type = ramfs\n");
   auto r = capsa({"-c", ramfs, "exec", "--writable-tmpfs", busybox_sif(), "sh", "-c",
                   "dd if=/dev/zero of=/big bs=1M count=16 2>/dev/null && echo written"});
-  EXPECT_EQ(r.out, "written\n") << "a ramfs takes no size= (the same file fails on a tmpfs: above) " << r.err;
+  if (root())
+    EXPECT_EQ(r.out, "written\n") << "a ramfs takes no size= (the same file fails on a tmpfs: above) " << r.err;
+  else  // a user's file may not choose a ramfs over the administrator's tmpfs (issue 45)
+    EXPECT_EQ(r.out, "") << "the administrator's tmpfs and its size held";
 }
 
 TEST(SitePolicy, MountTmpResolvConfAndUtsNs) {
