@@ -70,6 +70,21 @@ std::string absolute(const std::string& path) {
   return resolved;
 }
 
+// Binds the sandbox directory `image` at `target` if it is still the directory `judged`
+// describes (the one the checks saw), through a descriptor opened in this mount namespace
+// (one opened before the unshare names the host's mounts, which cannot be bound here): a
+// path swapped for another directory after the checks is refused, not bound.
+void bind_sandbox(const std::string& image, const struct stat& judged, const std::string& target) {
+  const UniqueFd dir(::open(image.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  struct stat now {};
+  if (!dir || ::fstat(dir.get(), &now) != 0) throw_errno("the sandbox " + image);
+  if (now.st_dev != judged.st_dev || now.st_ino != judged.st_ino)
+    throw Error(image + " changed after it was checked: nothing was run (run the command again)");
+  const std::string opened = "/proc/self/fd/" + std::to_string(dir.get());
+  if (::mount(opened.c_str(), target.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0)
+    throw_errno("binding the sandbox " + image);
+}
+
 std::string caller_home() {
   if (const char* home = std::getenv("HOME"); home && *home) return home;
   if (passwd* pw = ::getpwuid(::getuid())) return pw->pw_dir;
@@ -378,17 +393,14 @@ void launch(const ActionRequest& r) {
   // --fakeroot: its mode, chosen before anything changes (unused without the flag).
   const RootMode fakeroot = r.fakeroot ? fakeroot_mode(r.fakeroot_options) : RootMode::fakeroot_auto;
   const std::string image = absolute(r.image);
-  // A sandbox is bound from this descriptor, so the directory judged below is the one
-  // the container gets even if the path is swapped afterwards.
-  UniqueFd sandbox_dir(::open(image.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
   struct stat st {};
-  if (sandbox_dir ? ::fstat(sandbox_dir.get(), &st) != 0 : ::stat(image.c_str(), &st) != 0) throw_errno(r.image);
+  if (::stat(image.c_str(), &st) != 0) throw_errno(r.image);
   const bool sandbox = S_ISDIR(st.st_mode);
   std::optional<OpenedSquashfs> sif;
   if (!sandbox) sif = open_squashfs(image, r, session_mount_point());
   // Execution control and the site's image restrictions judged one file: this run mounts
   // that file, through the descriptor opened here (image_mount.cpp), or nothing; a
-  // sandbox through sandbox_dir.
+  // sandbox is bound only if it is still the directory stat'ed here (bind_sandbox).
   if (r.image_checked) {
     const std::optional<FileIdentity> opened =
         sandbox ? std::optional<FileIdentity>(FileIdentity::of(st)) : FileIdentity::of_descriptor(sif->image.fd());
@@ -560,9 +572,7 @@ void launch(const ActionRequest& r) {
   phases::mark("session");
   ImageMount mounted;
   if (sandbox) {
-    const std::string judged = "/proc/self/fd/" + std::to_string(sandbox_dir.get());
-    if (::mount(judged.c_str(), image_root.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0)
-      throw_errno("binding the sandbox " + image);
+    bind_sandbox(image, st, image_root);
   } else {
     mounted = mount_squashfs(sif->location, image_root, privileged, {r.site.kernel_squashfs, r.site.lone_gzip_fuse});
   }

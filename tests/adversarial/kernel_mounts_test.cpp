@@ -10,10 +10,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <optional>
 #include <sstream>
 #include <thread>
@@ -61,9 +63,18 @@ std::string link_of(const std::string& path) {
   return n > 0 ? std::string(buffer, static_cast<std::size_t>(n)) : std::string();
 }
 
-// The process that holds both /dev/fuse and `file` open: the FUSE server of `file`.
+pid_t parent_of(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const std::size_t close = text.rfind(')');
+  return close == std::string::npos ? 0 : std::atoi(text.c_str() + close + 4);
+}
+
+// The process that holds both /dev/fuse and `file` open and has no child that does: the
+// FUSE server of `file`, not the process that waits for it (which inherited both). The
+// link reads "/fuse" from a process in the container's mount namespace.
 std::optional<pid_t> server_of(const std::string& file) {
-  std::optional<pid_t> found;
+  std::vector<pid_t> holders;
   DIR* proc = ::opendir("/proc");
   while (dirent* entry = proc != nullptr ? ::readdir(proc) : nullptr) {
     const pid_t pid = std::atoi(entry->d_name);
@@ -73,23 +84,26 @@ std::optional<pid_t> server_of(const std::string& file) {
     if (DIR* dir = ::opendir(fds.c_str())) {
       while (dirent* fd = ::readdir(dir)) {
         const std::string target = link_of(fds + "/" + fd->d_name);
-        fuse = fuse || target == "/dev/fuse";
+        fuse = fuse || target == "/dev/fuse" || target == "/fuse";
         image = image || target == file;
       }
       ::closedir(dir);
     }
-    if (fuse && image) found = pid;
+    if (fuse && image) holders.push_back(pid);
   }
   if (proc != nullptr) ::closedir(proc);
-  return found;
+  for (pid_t candidate : holders)
+    if (std::none_of(holders.begin(), holders.end(), [&](pid_t other) { return parent_of(other) == candidate; }))
+      return candidate;
+  return std::nullopt;
 }
 
-std::optional<pid_t> await_server_of(const std::string& file) {
-  for (int i = 0; i < 100; ++i) {
-    if (auto pid = server_of(file)) return pid;
+// Once the container's command runs (it touches `ready`), the server that serves `file`.
+std::optional<pid_t> await_server_of(const std::string& file, const std::string& ready) {
+  for (int i = 0; i < 200 && !std::filesystem::exists(ready); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return std::nullopt;
+  if (!std::filesystem::exists(ready)) return std::nullopt;
+  return server_of(file);
 }
 
 // The "Name:\tvalue" line of /proc/PID/status.
@@ -132,8 +146,9 @@ TEST(KernelMounts, RootServesAUsersExt3OverlayThroughAConfinedFuseServer) {
   const std::string overlay = ext3_overlay(dir, &attacker(), 0644);
   write_site_conf("");
   {
-    RootContainer container({"exec", "--overlay", overlay, busybox(), "sh", "-c", "echo kept > /written; sleep 20"});
-    const std::optional<pid_t> server = await_server_of(overlay);
+    RootContainer container({"exec", "--overlay", overlay, busybox(), "sh", "-c",
+                             "echo kept > /written; touch " + (dir / "ready") + "; sleep 20"});
+    const std::optional<pid_t> server = await_server_of(overlay, dir / "ready");
     ASSERT_TRUE(server) << "no FUSE server serves " << overlay << "; loop devices: " << loop_devices_of(overlay);
     EXPECT_EQ(loop_devices_of(overlay), "") << "the kernel mounts a file the user can write";
     expect_confined(*server);
@@ -163,8 +178,9 @@ TEST(KernelMounts, AllowKernelExtfsNoServesEvenRootsOwnOverlayThroughFuse) {
   const std::string overlay = ext3_overlay(dir, nullptr, 0644);
   write_site_conf("allow kernel extfs = no\n");
   {
-    RootContainer container({"exec", "--overlay", overlay, busybox(), "sleep", "20"});
-    const std::optional<pid_t> server = await_server_of(overlay);
+    RootContainer container(
+        {"exec", "--overlay", overlay, busybox(), "sh", "-c", "touch " + (dir / "ready") + "; sleep 20"});
+    const std::optional<pid_t> server = await_server_of(overlay, dir / "ready");
     ASSERT_TRUE(server) << "refused or on the kernel: " << loop_devices_of(overlay);
     expect_confined(*server);
   }
@@ -178,8 +194,8 @@ TEST(KernelMounts, RootsSquashfsFuseServerGivesUpRoot) {
   std::filesystem::copy_file(busybox(), image);
   write_site_conf("allow kernel squashfs = no\n");
   {
-    RootContainer container({"exec", image, "sleep", "20"});
-    const std::optional<pid_t> server = await_server_of(image);
+    RootContainer container({"exec", image, "sh", "-c", "touch " + (dir / "ready") + "; sleep 20"});
+    const std::optional<pid_t> server = await_server_of(image, dir / "ready");
     ASSERT_TRUE(server) << "no FUSE server serves " << image;
     expect_confined(*server);
   }
@@ -193,8 +209,8 @@ TEST(KernelMounts, RootRunsAnImageAUserCanWriteThroughAConfinedFuseServer) {
   std::filesystem::copy_file(busybox(), image);
   ASSERT_EQ(::chown(image.c_str(), attacker().uid, attacker().gid), 0);
   write_site_conf("");
-  RootContainer container({"exec", image, "sleep", "20"});
-  const std::optional<pid_t> server = await_server_of(image);
+  RootContainer container({"exec", image, "sh", "-c", "touch " + (dir / "ready") + "; sleep 20"});
+  const std::optional<pid_t> server = await_server_of(image, dir / "ready");
   ASSERT_TRUE(server) << "no FUSE server serves " << image << "; loop devices: " << loop_devices_of(image);
   EXPECT_EQ(loop_devices_of(image), "") << "the kernel mounts a file the user can write";
   expect_confined(*server);
