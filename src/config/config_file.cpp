@@ -126,10 +126,13 @@ ConfigFile parse_config(std::string_view text, const std::string& path, std::vec
         auto earlier = first.find(name);
         if (earlier == first.end())
           first.emplace(std::string(name), ConfigLine{std::string(name), value, number});
-        else if (earlier->second.value != value)
-          warnings->push_back(where + "\"" + std::string(name) + " = " + value + "\" is ignored: the first line, " +
-                              path + ":" + std::to_string(earlier->second.line) + " (\"" + std::string(name) + " = " +
-                              earlier->second.value + "\"), counts");
+        else if (earlier->second.value != value) {
+          std::string warning = where;
+          warning.append("\"").append(name).append(" = ").append(value).append("\" is ignored: the first line, ");
+          warning.append(path).append(":").append(std::to_string(earlier->second.line)).append(" (\"");
+          warning.append(name).append(" = ").append(earlier->second.value).append("\"), counts");
+          warnings->push_back(std::move(warning));
+        }
       }
       lines.push_back({std::string(name), std::move(value), number});
     }

@@ -57,7 +57,7 @@ std::string text_of(const std::string& path) {
 }
 
 // A record is a few hundred bytes; anything much larger is not one.
-constexpr off_t kRecordLimit = 64 * 1024;
+constexpr off_t kRecordLimit = off_t{64} * 1024;
 
 // What a store's directory holds under one name.
 struct RecordFile {

@@ -577,7 +577,8 @@ void launch(const ActionRequest& r) {
     mounted = mount_squashfs(sif->location, image_root, privileged, {r.site.kernel_squashfs, r.site.lone_gzip_fuse});
   }
   phases::mark("image-mount-started");
-  const OverlayLayers layers = mount_overlays(overlays, overlay_lock_fds, session_point, privileged, r.site.kernel_extfs);
+  const OverlayLayers layers =
+      mount_overlays(overlays, overlay_lock_fds, session_point, privileged, r.site.kernel_extfs);
   reading.join();
   if (read_failure) std::rethrow_exception(read_failure);
   warn_about_pmi_mismatch(launcher, image_ldso_cache);

@@ -45,10 +45,10 @@ std::string unpredictable_directory(const std::string& prefix) {
 
 std::string session_mount_point() {
   if (const char* dir = std::getenv("CAPSA_SESSION_DIR"); dir && *dir) return dir;
-  const std::string usual = std::string(kParent) + "/.capsa-session-" + std::to_string(::getuid());
+  std::string usual = std::string(kParent) + "/.capsa-session-" + std::to_string(::getuid());
   if (::mkdir(usual.c_str(), 0700) != 0 && errno != EEXIST) throw_errno(usual);
   if (users_own_directory(usual)) return usual;
-  const std::string other = unpredictable_directory(usual);
+  std::string other = unpredictable_directory(usual);
   log::debug(usual + " is not a directory of yours (made by another user?): using " + other);
   return other;
 }

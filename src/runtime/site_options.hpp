@@ -16,7 +16,7 @@ struct SiteOptions {
   unsigned long session_size_mib = 64;                      // `sessiondir max size`
   bool allow_encrypted = true;                              // `allow container encrypted`
   bool kernel_squashfs = true;                              // `allow kernel squashfs`: root may loop-mount
-  bool kernel_extfs = true;                                 // `allow kernel extfs`: root may loop-mount ext3 files only root writes
+  bool kernel_extfs = true;  // `allow kernel extfs`: root may loop-mount ext3 files only root writes
   bool lone_gzip_fuse = true;                               // `fuse for lone gzip images` (runtime/lone_start.hpp)
   bool mount_slave = true;                                  // `mount slave`: host mounts propagate in
   unsigned long keep_image_seconds = 3;                     // `keep image seconds` (runtime/kept_image.hpp)

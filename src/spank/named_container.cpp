@@ -30,26 +30,27 @@ std::string read_text(const std::string& path) {
 }  // namespace
 
 std::string user_state_dir(const std::string& state_dir, uid_t uid, bool make) {
-  const std::string usual = state_dir + "/capsa-spank-" + std::to_string(uid);
+  std::string usual = state_dir + "/capsa-spank-" + std::to_string(uid);
   if (make && ::mkdir(usual.c_str(), 0700) != 0 && errno != EEXIST)
     throw std::runtime_error("cannot make " + usual + " for the named container: " + std::strerror(errno));
   if (owned_directory(usual, uid)) return usual;
   // Someone else's, or no directory: the user's own unpredictable one. The first by name,
   // so that every step of the job on the node agrees on it.
-  const std::string stem = "capsa-spank-" + std::to_string(uid) + ".";
+  std::string stem = "capsa-spank-";
+  stem.append(std::to_string(uid)).append(".");
   std::string first;
   if (DIR* dir = ::opendir(state_dir.c_str())) {
     while (const dirent* entry = ::readdir(dir)) {
       const std::string name = entry->d_name;
       if (name.size() == stem.size() + 6 && name.starts_with(stem) && (first.empty() || name < first) &&
-          owned_directory(state_dir + "/" + name, uid))
+          owned_directory(std::string(state_dir).append("/").append(name), uid))
         first = name;
     }
     ::closedir(dir);
   }
   if (!first.empty()) return state_dir + "/" + first;
   if (!make) return "";
-  std::string pattern = state_dir + "/" + stem + "XXXXXX";
+  std::string pattern = std::string(state_dir).append("/").append(stem).append("XXXXXX");
   if (::mkdtemp(pattern.data()) == nullptr)
     throw std::runtime_error("cannot make " + pattern + " for the named container: " + std::strerror(errno));
   return pattern;

@@ -45,7 +45,7 @@ class SymlinkFlipper {
 
 // The attacker's folder, which they own and may change, with an image that says `word`.
 std::string image_saying(const test::TempDir& dir, const std::string& name, const std::string& word) {
-  const std::string sif = runtime::testing::make_image(dir, name, {{"/marker", word + "\n"}});
+  std::string sif = runtime::testing::make_image(dir, name, {{"/marker", word + "\n"}});
   ::chown(sif.c_str(), attacker().uid, attacker().gid);
   return sif;
 }

@@ -128,17 +128,16 @@ void expect_confined(pid_t server) {
 
 // An ext3 overlay image of `owner`'s, mode `mode`.
 std::string ext3_overlay(const test::TempDir& dir, const Person* owner, mode_t mode) {
-  const std::string path = dir / "overlay.img";
-  auto made = test::run_process({"sh", "-c", "truncate -s 32M '" + path + "' && /usr/sbin/mkfs.ext3 -q -F '" + path + "'"});
+  std::string path = dir / "overlay.img";
+  auto made =
+      test::run_process({"sh", "-c", "truncate -s 32M '" + path + "' && /usr/sbin/mkfs.ext3 -q -F '" + path + "'"});
   EXPECT_EQ(made.exit_code, 0) << made.err;
   if (owner != nullptr) ::chown(path.c_str(), owner->uid, owner->gid);
   ::chmod(path.c_str(), mode);
   return path;
 }
 
-std::string loop_devices_of(const std::string& file) {
-  return test::run_process({"losetup", "-j", file}).out;
-}
+std::string loop_devices_of(const std::string& file) { return test::run_process({"losetup", "-j", file}).out; }
 
 TEST(KernelMounts, RootServesAUsersExt3OverlayThroughAConfinedFuseServer) {
   test::TempDir dir;

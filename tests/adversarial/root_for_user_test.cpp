@@ -136,10 +136,9 @@ TEST(RootForUser, AForgedRecordCannotMakeRootSignalAnotherUsersProcess) {
   for (const auto& [name, uid] : {std::pair<std::string, uid_t>{"as-attacker", attacker().uid},
                                   std::pair<std::string, uid_t>{"as-victim", victim().uid}}) {
     const std::string record = record_naming(victims.pid(), uid, name);
-    ASSERT_EQ(shell_as(attacker(), "mkdir -p '" + store.path() + "' && cat > '" + store.path() + "/" + name +
-                                       ".json' <<'END'\n" + record + "END\n")
-                  .exit_code,
-              0);
+    std::string plant = "mkdir -p '" + store.path() + "' && cat > '";
+    plant.append(store.path()).append("/").append(name).append(".json' <<'END'\n").append(record).append("END\n");
+    ASSERT_EQ(shell_as(attacker(), plant).exit_code, 0);
     const auto stopped = test::run_process(
         {site_capsa(), "instance", "stop", "--signal", "KILL", "--user", attacker().name, name}, "", 30);
     EXPECT_NE(stopped.exit_code, 0) << stopped.err;

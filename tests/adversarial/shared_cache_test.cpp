@@ -14,7 +14,7 @@ namespace {
 // The cache root at DIR/cache, `owner`'s, group `group`, setgid and group-writable: the
 // shape of a deliberately shared cache.
 std::string shared_cache_root(const OwnedDir& dir, uid_t owner, gid_t group) {
-  const std::string root = dir / "cache";
+  std::string root = dir / "cache";
   if (::mkdir(root.c_str(), 0775) != 0 || ::chown(root.c_str(), owner, group) != 0 || ::chmod(root.c_str(), 02775) != 0)
     throw std::runtime_error("cannot make " + root);
   return root;

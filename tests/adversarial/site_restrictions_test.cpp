@@ -141,7 +141,7 @@ std::vector<Restriction> restrictions() {
   const Material& m = material();
   const std::string src = m.marker_dir;
   // A refusal is not a pass for an attempt whose loosening is "got past the check".
-  auto not_refused_by = [](std::string directive) {
+  auto not_refused_by = [](const std::string& directive) {
     return [directive](const test::ProcessResult& r) { return r.err.find(directive) == std::string::npos; };
   };
   const std::string pid_ns = host_link("/proc/self/ns/pid"), uts_ns = host_link("/proc/self/ns/uts");
@@ -341,7 +341,7 @@ test::ProcessResult run_with(const std::string& program, std::vector<std::string
 // /proc/self/exe, the site's binary, and so reads the site's file.
 std::string symlinked_capsa(const std::string& users_file) {
   static OwnedDir prefix(attacker());
-  const std::string bin = owned_dir(attacker(), prefix / "bin") + "/capsa";
+  std::string bin = owned_dir(attacker(), prefix / "bin") + "/capsa";
   owned_dir(attacker(), prefix / "etc");
   owned_dir(attacker(), prefix / "etc/capsa");
   fs::copy_file(users_file, prefix / "etc/capsa/capsa.conf", fs::copy_options::overwrite_existing);
