@@ -145,7 +145,7 @@ Process mount_with_builtin_server(const SquashfsLocation& image, const std::stri
   Process starter = DetachedChild::start_watching_itself(
       [&](const EndWatch& container) {
         return run_server("capsa", [&] {
-          confine_root_fuse_server(false);
+          if (users == FuseUsers::Everyone) confine_root_fuse_server(false);  // root's mount
           return server->serve(fd, container, lone_start);
         });
       },

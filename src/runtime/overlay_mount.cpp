@@ -95,7 +95,7 @@ void mount_ext3_with_capsa(const OverlayImage& image, const std::string& target,
         }
         null_fd.reset();
         wipe_inherited_environment();
-        confine_root_fuse_server(io_uring);
+        if (privileged) confine_root_fuse_server(io_uring);
         return ext3::serve(volume, fuse_fd, &container, io_uring);
       },
       {.parent_death_signal = SIGTERM, .name = "the ext3 overlay's FUSE server"});

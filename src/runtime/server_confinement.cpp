@@ -1,8 +1,10 @@
 #include "runtime/server_confinement.hpp"
 
 #include <grp.h>
+#include <linux/capability.h>
 #include <seccomp.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -55,17 +57,25 @@ void install_filter(bool keeps_io_uring) {
   check(seccomp_load(ctx.get()), "loading the filter");
 }
 
+// Every capability set emptied, for a root whose ids could not be changed.
+void drop_capabilities() {
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct none[_LINUX_CAPABILITY_U32S_3] = {};
+  ::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+  if (::syscall(SYS_capset, &header, none) != 0) throw_errno("confining root's FUSE server: capset");
+}
+
 }  // namespace
 
 void confine_root_fuse_server(bool keeps_io_uring) {
-  if (::geteuid() != 0) return;
   // Groups first, the uid last: changing all three of the real, effective and saved uid
-  // away from 0 clears every capability set (no PR_SET_KEEPCAPS here).
-  if (::setgroups(0, nullptr) != 0) throw_errno("confining root's FUSE server: setgroups");
-  if (::setresgid(kConfinedServerGid, kConfinedServerGid, kConfinedServerGid) != 0)
-    throw_errno("confining root's FUSE server: setresgid");
-  if (::setresuid(kConfinedServerUid, kConfinedServerUid, kConfinedServerUid) != 0)
-    throw_errno("confining root's FUSE server: setresuid");
+  // away from 0 clears every capability set (no PR_SET_KEEPCAPS here). Root of a user
+  // namespace of its own (capsa run as root inside another container) may have no 65534
+  // mapped, or setgroups denied: it keeps its ids and loses its capabilities instead.
+  const bool switched = ::setgroups(0, nullptr) == 0 &&
+                        ::setresgid(kConfinedServerGid, kConfinedServerGid, kConfinedServerGid) == 0 &&
+                        ::setresuid(kConfinedServerUid, kConfinedServerUid, kConfinedServerUid) == 0;
+  if (!switched) drop_capabilities();
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) throw_errno("confining root's FUSE server: no_new_privs");
   install_filter(keeps_io_uring);
 }

@@ -19,10 +19,11 @@ namespace capsa::runtime {
 inline constexpr uid_t kConfinedServerUid = 65534;
 inline constexpr gid_t kConfinedServerGid = 65534;
 
-// Confines the calling process as above, when it runs as root; does nothing otherwise.
-// `keeps_io_uring`: the ext3 server's FUSE over io_uring is set up later and needs
-// io_uring_setup/io_uring_enter/io_uring_register. Throws Error when a step fails: a
-// server that could not be confined must not serve.
+// Confines the calling process as above. Only for a server root mounted in the host's user
+// namespace: uid 0 inside a user namespace (--fakeroot, --userns, every unprivileged
+// container) is the user already, and may not drop its groups. `keeps_io_uring`: the ext3 server's FUSE over io_uring
+// is set up later and needs io_uring_setup/io_uring_enter/io_uring_register. Throws Error when a step fails: a server
+// that could not be confined must not serve.
 void confine_root_fuse_server(bool keeps_io_uring);
 
 }  // namespace capsa::runtime

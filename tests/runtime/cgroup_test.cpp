@@ -67,6 +67,27 @@ Report parse_report(const std::string& out) {
 
 bool one_line(const std::string& text) { return !text.empty() && text.find('\n') == text.size() - 1; }
 
+// Whether the kernel offers block I/O weights where capsa would set them: on a v1 blkio
+// hierarchy, blkio.weight (CFQ) or blkio.bfq.weight (BFQ) in its root. Kernels without
+// CFQ whose devices do not use BFQ have only the throttle.* files, and capsa refuses a
+// weight there in one line (checked by WeightsAreRefusedInOneLineWhereTheKernelHasNone).
+// A host with no v1 blkio hierarchy (cgroup v2) is asked nothing here: io.weight is the
+// io controller's own.
+// A block device of this machine to name in --blkio-weight-device, or "".
+std::string some_block_device() {
+  for (const char* candidate : {"/dev/vda", "/dev/sda", "/dev/nvme0n1", "/dev/xvda", "/dev/loop0"}) {
+    struct stat st {};
+    if (::stat(candidate, &st) == 0 && S_ISBLK(st.st_mode)) return candidate;
+  }
+  return "";
+}
+
+bool kernel_offers_blkio_weights() {
+  const std::string v1 = "/sys/fs/cgroup/blkio";
+  if (!fs::is_directory(v1)) return true;
+  return fs::exists(v1 + "/blkio.weight") || fs::exists(v1 + "/blkio.bfq.weight");
+}
+
 class CgroupLimits : public ::testing::Test, public test::PrivateContainers {
  protected:
   CgroupLimits() : PrivateContainers("busybox.sif", "CAPSA_CGROUP_TEST") {}
@@ -116,9 +137,12 @@ TEST_F(CgroupLimits, FlagsSetTheContainersCgroup) {
 }
 
 TEST_F(CgroupLimits, EveryLimitFlagReachesItsFile) {
-  auto report =
-      limits_inside({"--memory", "64M", "--memory-reservation", "32M", "--memory-swap", "128M", "--oom-kill-disable",
-                     "--cpuset-cpus", "0", "--cpuset-mems", "0", "--blkio-weight", "500"});
+  const bool weights = kernel_offers_blkio_weights();
+  std::vector<std::string> flags = {
+      "--memory",      "64M", "--memory-reservation", "32M", "--memory-swap", "128M", "--oom-kill-disable",
+      "--cpuset-cpus", "0",   "--cpuset-mems",        "0"};
+  if (weights) flags.insert(flags.end(), {"--blkio-weight", "500"});
+  auto report = limits_inside(flags);
   if (report) {
     EXPECT_EQ((*report)["cpuset.cpus"], "0");
     EXPECT_EQ((*report)["cpuset.mems"], "0");
@@ -127,7 +151,7 @@ TEST_F(CgroupLimits, EveryLimitFlagReachesItsFile) {
       EXPECT_EQ((*report)["memory.memsw.limit_in_bytes"], "134217728");
       EXPECT_EQ((*report)["memory.oom_control"], "oom_kill_disable 1");
       const bool bfq = report->values.count("blkio.weight") == 0;
-      EXPECT_EQ((*report)[bfq ? "blkio.bfq.weight" : "blkio.weight"], "500");
+      if (weights) EXPECT_EQ((*report)[bfq ? "blkio.bfq.weight" : "blkio.weight"], "500");
     } else {
       EXPECT_EQ((*report)["memory.low"], "33554432");
       EXPECT_EQ((*report)["memory.swap.max"], "67108864");  // the swap alone
@@ -138,17 +162,31 @@ TEST_F(CgroupLimits, EveryLimitFlagReachesItsFile) {
   expect_nothing_left();
 }
 
+// Where the kernel has no blkio weight files at all, --blkio-weight and
+// --blkio-weight-device are refused in one line naming the missing file, and nothing runs.
+TEST_F(CgroupLimits, WeightsAreRefusedInOneLineWhereTheKernelHasNone) {
+  if (kernel_offers_blkio_weights()) GTEST_SKIP() << "this kernel offers blkio weights (EveryLimitFlagReachesItsFile)";
+  std::vector<std::vector<std::string>> attempts = {{"--blkio-weight", "500"}};
+  if (const std::string device = some_block_device(); !device.empty())
+    attempts.push_back({"--blkio-weight-device", device + ":300"});
+  for (const std::vector<std::string>& flags : attempts) {
+    const test::ProcessResult result = run(flags, "echo ran");
+    EXPECT_NE(result.exit_code, 0) << flags[0];
+    EXPECT_EQ(result.out, "") << flags[0];
+    EXPECT_TRUE(one_line(result.err)) << result.err;
+    const bool no_weight = result.err.find("has no blkio") != std::string::npos;
+    const bool no_delegation = ::geteuid() != 0 && result.err.find("Delegate=yes") != std::string::npos;
+    EXPECT_TRUE(no_weight || no_delegation) << result.err;
+  }
+  expect_nothing_left();
+}
+
 // --blkio-weight-device: the device's numbers reach the kernel, which takes the weight
 // or refuses it in one line (a per-device weight needs BFQ as the device's scheduler).
 TEST_F(CgroupLimits, BlkioWeightDeviceNamesTheDevice) {
-  std::string device;
-  for (const char* candidate : {"/dev/vda", "/dev/sda", "/dev/nvme0n1", "/dev/xvda", "/dev/loop0"}) {
-    struct stat st {};
-    if (::stat(candidate, &st) == 0 && S_ISBLK(st.st_mode)) {
-      device = candidate;
-      break;
-    }
-  }
+  if (!kernel_offers_blkio_weights())
+    GTEST_SKIP() << "no blkio weights on this kernel (WeightsAreRefusedInOneLineWhereTheKernelHasNone)";
+  const std::string device = some_block_device();
   if (device.empty()) GTEST_SKIP() << "no block device to name";
   const test::ProcessResult result = run({"--blkio-weight-device", device + ":300"}, kReport);
   if (result.exit_code == 0) {
