@@ -4,44 +4,25 @@
 // loop ran the forbidden one in about half of the starts. Now the checks read one open
 // file and the launch runs that file or nothing (runtime/site_policy.hpp).
 #include <gtest/gtest.h>
-#include <signal.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
 
 #include "../runtime/run_support.hpp"
 #include "people.hpp"
+#include "support/background.hpp"
 #include "support/temp_dir.hpp"
 
 namespace capsa::adversarial {
 namespace {
 
-// A shell loop of the attacker's that keeps pointing `link` at one image, then the other.
-class SymlinkFlipper {
- public:
-  SymlinkFlipper(const std::string& link, const std::string& a, const std::string& b) {
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      const Person& who = attacker();
-      if (::setgid(who.gid) != 0 || ::setuid(who.uid) != 0) ::_exit(1);
-      const std::string script =
-          "while :; do ln -sfn '" + a + "' '" + link + "'; ln -sfn '" + b + "' '" + link + "'; done";
-      ::execlp("sh", "sh", "-c", script.c_str(), static_cast<char*>(nullptr));
-      ::_exit(127);
-    }
-  }
-  ~SymlinkFlipper() {
-    ::kill(pid_, SIGKILL);
-    ::waitpid(pid_, nullptr, 0);
-  }
-  SymlinkFlipper(const SymlinkFlipper&) = delete;
-  SymlinkFlipper& operator=(const SymlinkFlipper&) = delete;
-
- private:
-  pid_t pid_ = -1;
-};
+// A shell loop of the attacker's that keeps pointing `link` at one image, then the other
+// (its own process group: the end of the scope kills the loop and its `ln`s).
+test::Background flipping(const std::string& link, const std::string& a, const std::string& b) {
+  const std::string script = "while :; do ln -sfn '" + a + "' '" + link + "'; ln -sfn '" + b + "' '" + link + "'; done";
+  return test::Background(argv_as(attacker(), {"sh", "-c", script}), "/dev/null", true);
+}
 
 // The attacker's folder, which they own and may change, with an image that says `word`.
 std::string image_saying(const test::TempDir& dir, const std::string& name, const std::string& word) {
@@ -72,7 +53,7 @@ TEST(ImageSwap, ASymlinkFlippedToAForbiddenImageNeverRunsIt) {
 
   int allowed_runs = 0, forbidden_runs = 0;
   {
-    SymlinkFlipper flipper(link, allowed, forbidden);
+    const test::Background flipper = flipping(link, allowed, forbidden);
     for (int i = 0; i < 40; ++i) {
       auto r = capsa_as(attacker(), {"exec", link, "cat", "/marker"});
       if (r.out == "allowed\n") ++allowed_runs;

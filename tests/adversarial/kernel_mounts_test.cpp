@@ -7,7 +7,6 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -21,6 +20,7 @@
 #include <thread>
 
 #include "people.hpp"
+#include "support/background.hpp"
 #include "support/process.hpp"
 #include "support/temp_dir.hpp"
 #include "support/test_env.hpp"
@@ -30,31 +30,24 @@ namespace {
 
 std::string busybox() { return test::sif_fixture("real/busybox_amd64.sif"); }
 
-// Root's capsa in the background (a container that sleeps), stopped at the end of the scope.
+// Root's capsa in the background (a container that sleeps), ended at the end of the scope
+// with SIGTERM, as a job's end would end it, and waited for.
 class RootContainer {
  public:
-  explicit RootContainer(const std::vector<std::string>& args) {
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      std::vector<char*> argv;
-      std::string binary = site_capsa();
-      argv.push_back(binary.data());
-      std::vector<std::string> copy = args;
-      for (std::string& a : copy) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      ::execv(binary.c_str(), argv.data());
-      ::_exit(127);
-    }
-  }
+  explicit RootContainer(const std::vector<std::string>& args) : capsa_(with_site_capsa(args), "/dev/null") {}
   ~RootContainer() {
-    ::kill(pid_, SIGTERM);
-    ::waitpid(pid_, nullptr, 0);
+    capsa_.signal(SIGTERM);
+    capsa_.wait();
   }
   RootContainer(const RootContainer&) = delete;
   RootContainer& operator=(const RootContainer&) = delete;
 
  private:
-  pid_t pid_ = -1;
+  static std::vector<std::string> with_site_capsa(std::vector<std::string> args) {
+    args.insert(args.begin(), site_capsa());
+    return args;
+  }
+  test::Background capsa_;
 };
 
 std::string link_of(const std::string& path) {

@@ -38,8 +38,8 @@ const Person& attacker() {
   return person;
 }
 
-test::ProcessResult run_as(const Person& who, const std::vector<std::string>& argv, const std::vector<std::string>& env,
-                           int timeout_seconds) {
+std::vector<std::string> argv_as(const Person& who, const std::vector<std::string>& argv,
+                                 const std::vector<std::string>& env) {
   std::vector<std::string> full = {"setpriv",
                                    "--reuid=" + std::to_string(who.uid),
                                    "--regid=" + std::to_string(who.gid),
@@ -51,7 +51,12 @@ test::ProcessResult run_as(const Person& who, const std::vector<std::string>& ar
                                    "LOGNAME=" + who.name};
   full.insert(full.end(), env.begin(), env.end());
   full.insert(full.end(), argv.begin(), argv.end());
-  return test::run_process(full, "", timeout_seconds);
+  return full;
+}
+
+test::ProcessResult run_as(const Person& who, const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                           int timeout_seconds) {
+  return test::run_process(argv_as(who, argv, env), "", timeout_seconds);
 }
 
 test::ProcessResult shell_as(const Person& who, const std::string& script, int timeout_seconds) {

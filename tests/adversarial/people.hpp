@@ -25,8 +25,12 @@ const Person& victim();
 // The one who attacks ($CAPSA_TEST_OTHER_USER, capsa-other).
 const Person& attacker();
 
-// ARGV run as `who` (uid, gid, their supplementary groups, no capabilities), with HOME,
-// USER and LOGNAME theirs and `env` ("NAME=VALUE") added to the suite's environment.
+// The command line that runs ARGV as `who` (uid, gid, their supplementary groups, no
+// capabilities), with HOME, USER and LOGNAME theirs and `env` ("NAME=VALUE") added to the
+// suite's environment: for test::Background, or run_as below.
+std::vector<std::string> argv_as(const Person& who, const std::vector<std::string>& argv,
+                                 const std::vector<std::string>& env = {});
+// argv_as(...) run to its end.
 test::ProcessResult run_as(const Person& who, const std::vector<std::string>& argv,
                            const std::vector<std::string>& env = {}, int timeout_seconds = 60);
 // `sh -c SCRIPT` as `who`.
