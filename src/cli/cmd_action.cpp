@@ -307,6 +307,7 @@ runtime::ActionRequest request_from(const std::string& action, const ActionFlags
   try {
     const std::optional<FileIdentity> site_checked = runtime::check_site_image(site, r.image);
     if (!r.image.starts_with("instance://")) r.image_checked = check_execution_control(r.image);
+    r.image_content_checked = r.image_checked.has_value();
     // Both checks must have judged one file, and the launch runs that file or nothing.
     if (site_checked && r.image_checked && !(*site_checked == *r.image_checked))
       throw Error(r.image + " changed while it was being checked: nothing was run (run the command again)");

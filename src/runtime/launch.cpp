@@ -38,6 +38,7 @@
 #include "runtime/gpu/nvidia.hpp"
 #include "runtime/gpu/rocm.hpp"
 #include "runtime/identity_files.hpp"
+#include "runtime/image_lease.hpp"
 #include "runtime/image_mount.hpp"
 #include "runtime/instance_init.hpp"
 #include "runtime/kept_image.hpp"
@@ -406,6 +407,14 @@ void launch(const ActionRequest& r) {
         sandbox ? std::optional<FileIdentity>(FileIdentity::of(st)) : FileIdentity::of_descriptor(sif->image.fd());
     if (!opened || !(*opened == *r.image_checked))
       throw Error(r.image + " changed after execution control checked it: nothing was run (run the command again)");
+    // Held unchanged from here on, then compared once more: a write between the compare
+    // above and the lease would have moved the change time.
+    if (r.image_content_checked && sif) {
+      hold_image_unchanged(sif->image.fd(), r.image);
+      const std::optional<FileIdentity> held = FileIdentity::of_descriptor(sif->image.fd());
+      if (!held || !(*held == *r.image_checked))
+        throw Error(r.image + " changed after execution control checked it: nothing was run (run the command again)");
+    }
   }
   bool writable_tmpfs = r.writable_tmpfs;
   if (r.writable && writable_tmpfs) {

@@ -75,8 +75,12 @@ struct ActionRequest {
   pid_t end_with = 0;                    // an instance that ends with this process (--sharens' parent)
   CgroupFlags cgroups;                   // --apply-cgroups and the limit flags (--memory, --cpus...)
   SiteOptions site;                      // from the administrator's configuration (site_policy.hpp)
-  // The file execution control judged (ecl/enforce.hpp): the run mounts that file or none.
+  // The file execution control or the site's image restrictions judged (ecl/enforce.hpp,
+  // site_policy.hpp): the run mounts that file or none.
   std::optional<FileIdentity> image_checked;
+  // Execution control judged the image's bytes (its signatures): they must stay as they
+  // were while it runs (image_lease.hpp).
+  bool image_content_checked = false;
   // --passphrase, --pem-path or their variables: the key of an encrypted SIF (docs/encryption.md).
   std::optional<encryption::KeyMaterial> encryption_key;
   // With a PEM key: opens the secret wrapped in the image's CryptoMessage (the PEM text)
