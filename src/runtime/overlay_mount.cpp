@@ -146,9 +146,10 @@ bool only_root_writes_file(int fd) {
 // writes, else the file's owner (its group, for a root-owned file its group may write), so
 // that e2fsck parses a user's file with no more than that user's rights.
 std::optional<std::pair<uid_t, gid_t>> repairer_of(int fd) {
-  if (::geteuid() != 0 || only_root_writes_file(fd)) return std::nullopt;
+  if (::geteuid() != 0) return std::nullopt;
   struct stat st {};
   if (::fstat(fd, &st) != 0) throw_errno("examining the overlay");
+  if (only_root_writes(st)) return std::nullopt;
   return std::pair<uid_t, gid_t>{st.st_uid != 0 ? st.st_uid : kConfinedServerUid, st.st_gid};
 }
 

@@ -10,13 +10,15 @@
 #include <iterator>
 #include <stdexcept>
 
+#include "util/own_directory.hpp"
+
 namespace capsa::spank {
 namespace {
 
 void make_private_dir(const std::string& path, uid_t uid) {
   if (::mkdir(path.c_str(), 0700) != 0 && errno != EEXIST)
     throw std::runtime_error("cannot make " + path + " for the named container: " + std::strerror(errno));
-  if (!owned_directory(path, uid))
+  if (!is_own_directory(path, uid))
     throw std::runtime_error(path + " is not a directory of yours: remove it, or set statedir= in plugstack.conf");
 }
 
@@ -30,30 +32,7 @@ std::string read_text(const std::string& path) {
 }  // namespace
 
 std::string user_state_dir(const std::string& state_dir, uid_t uid, bool make) {
-  std::string usual = state_dir + "/capsa-spank-" + std::to_string(uid);
-  if (make && ::mkdir(usual.c_str(), 0700) != 0 && errno != EEXIST)
-    throw std::runtime_error("cannot make " + usual + " for the named container: " + std::strerror(errno));
-  if (owned_directory(usual, uid)) return usual;
-  // Someone else's, or no directory: the user's own unpredictable one. The first by name,
-  // so that every step of the job on the node agrees on it.
-  std::string stem = "capsa-spank-";
-  stem.append(std::to_string(uid)).append(".");
-  std::string first;
-  if (DIR* dir = ::opendir(state_dir.c_str())) {
-    while (const dirent* entry = ::readdir(dir)) {
-      const std::string name = entry->d_name;
-      if (name.size() == stem.size() + 6 && name.starts_with(stem) && (first.empty() || name < first) &&
-          owned_directory(std::string(state_dir).append("/").append(name), uid))
-        first = name;
-    }
-    ::closedir(dir);
-  }
-  if (!first.empty()) return state_dir + "/" + first;
-  if (!make) return "";
-  std::string pattern = std::string(state_dir).append("/").append(stem).append("XXXXXX");
-  if (::mkdtemp(pattern.data()) == nullptr)
-    throw std::runtime_error("cannot make " + pattern + " for the named container: " + std::strerror(errno));
-  return pattern;
+  return own_directory(state_dir, "capsa-spank-" + std::to_string(uid), uid, make);
 }
 
 std::string named_job_dir(const std::string& user_dir, const std::string& host, const std::string& job) {
@@ -69,11 +48,6 @@ NamedPaths named_container_paths(const std::string& user_dir, const std::string&
   paths.overlay_dir = paths.job_dir + "/" + name;
   paths.image_file = paths.job_dir + "/" + name + ".image";
   return paths;
-}
-
-bool owned_directory(const std::string& path, uid_t uid) {
-  struct stat st {};
-  return ::lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == uid;
 }
 
 std::string prepare_named_container(const NamedPaths& paths, uid_t uid, const std::string& image) {

@@ -8,7 +8,7 @@
 // which the job epilog removes. HOST keeps two nodes that share STATEDIR apart. USERDIR
 // is STATEDIR/capsa-spank-UID, made by the user (never by root) when missing; that name
 // is predictable in a shared STATEDIR (/tmp), so when another user made it first the
-// user's own STATEDIR/capsa-spank-UID.XXXXXX serves instead (user_state_dir).
+// user's own STATEDIR/capsa-spank-UID.XXXXXX serves instead (user_state_dir, util/own_directory.hpp).
 #include <sys/types.h>
 
 #include <string>
@@ -39,8 +39,5 @@ NamedPaths named_container_paths(const std::string& user_dir, const std::string&
 // `image` is empty. Throws std::runtime_error with one line when there is none, or when
 // `image` differs from the recorded one. Runs with the user's effective ids.
 std::string prepare_named_container(const NamedPaths& paths, uid_t uid, const std::string& image);
-
-// `path` is a directory (not a link) owned by `uid`.
-bool owned_directory(const std::string& path, uid_t uid);
 
 }  // namespace capsa::spank

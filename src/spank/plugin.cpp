@@ -47,6 +47,7 @@ extern "C" {
 #include "spank/named_container.hpp"
 #include "spank/pmix_dir.hpp"
 #include "spank/run_as_user.hpp"
+#include "util/own_directory.hpp"
 
 extern "C" {
 // SPANK_PLUGIN(capsa, 1), spelt out: in C++ a namespace-scope const has internal linkage,
@@ -415,7 +416,7 @@ int slurm_spank_job_epilog(spank_t sp, int /*ac*/, char** /*av*/) {
   const auto user_dir = capsa::spank::user_state_dir(state.state_dir, uid, false);  // root makes nothing
   if (user_dir.empty()) return ok;
   const auto dir = capsa::spank::named_job_dir(user_dir, host_name(), std::to_string(job_id));
-  if (!capsa::spank::owned_directory(dir, uid)) return ok;
+  if (!capsa::is_own_directory(dir, uid)) return ok;
   // As the user: nothing the user could not remove is removed.
   const auto result = capsa::spank::run_as_user({{"/bin/rm", "-rf", "--one-file-system", dir}, {}, uid, gid});
   if (result.exit_code != 0)

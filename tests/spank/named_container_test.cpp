@@ -10,6 +10,7 @@
 
 #include "spank/run_as_user.hpp"
 #include "support/temp_dir.hpp"
+#include "util/own_directory.hpp"
 
 namespace capsa::spank {
 namespace {
@@ -22,7 +23,7 @@ TEST(NamedContainer, TheFirstStepRecordsTheImageALaterOneReusesIt) {
   EXPECT_EQ(paths.overlay_dir, state / ("capsa-spank-" + std::to_string(::getuid()) + "/n1/42/dev"));
   EXPECT_EQ(named_job_dir(paths.user_dir, "n1", "42"), paths.job_dir);
   EXPECT_EQ(prepare_named_container(paths, ::getuid(), "docker://x/y:1"), "docker://x/y:1");
-  EXPECT_TRUE(owned_directory(paths.overlay_dir + "/upper", ::getuid()));
+  EXPECT_TRUE(is_own_directory(paths.overlay_dir + "/upper", ::getuid()));
   struct stat st {};
   ASSERT_EQ(::stat(paths.user_dir.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0700u);
@@ -53,8 +54,8 @@ TEST(NamedContainer, ADirectoryPlantedInTheSharedStateDirIsNotUsed) {
   std::filesystem::create_directories(state / "elsewhere");
   ASSERT_EQ(::symlink((state / "elsewhere").c_str(), paths.user_dir.c_str()), 0);
   EXPECT_THROW(prepare_named_container(paths, ::getuid(), "/i.sif"), std::runtime_error);
-  EXPECT_FALSE(owned_directory(paths.user_dir, ::getuid()));
-  EXPECT_FALSE(owned_directory(state.path(), ::getuid() + 1));
+  EXPECT_FALSE(is_own_directory(paths.user_dir, ::getuid()));
+  EXPECT_FALSE(is_own_directory(state.path(), ::getuid() + 1));
 }
 
 // Issue 45: another user who made STATEDIR/capsa-spank-UID first (the default STATEDIR is
@@ -72,7 +73,7 @@ TEST(NamedContainer, AUserDirectoryMadeFirstByAnotherUserBlocksNothing) {
   EXPECT_EQ(user_state_dir(state.path(), ::getuid(), false), "") << "nothing of the user's yet";
   const std::string own = user_state_dir(state.path(), ::getuid(), true);
   EXPECT_TRUE(own.starts_with(usual + ".")) << own;
-  EXPECT_TRUE(owned_directory(own, ::getuid()));
+  EXPECT_TRUE(is_own_directory(own, ::getuid()));
   EXPECT_EQ(user_state_dir(state.path(), ::getuid(), true), own) << "a later step takes the same";
   EXPECT_EQ(user_state_dir(state.path(), ::getuid(), false), own) << "the epilog finds it";
   const auto paths = named_container_paths(own, "n1", "42", "dev");
