@@ -15,7 +15,7 @@ bool is_own_directory(const std::string& path, uid_t uid) {
 }
 
 std::string own_directory(const std::string& parent, const std::string& name, uid_t uid, bool make) {
-  const std::string usual = parent + "/" + name;
+  std::string usual = parent + "/" + name;
   if (make && ::mkdir(usual.c_str(), 0700) != 0 && errno != EEXIST)
     throw std::system_error(errno, std::generic_category(), "making " + usual);
   if (is_own_directory(usual, uid)) return usual;
@@ -24,8 +24,8 @@ std::string own_directory(const std::string& parent, const std::string& name, ui
   if (DIR* dir = ::opendir(parent.c_str())) {
     while (const dirent* entry = ::readdir(dir)) {
       const std::string candidate = entry->d_name;
-      if (candidate.size() == stem.size() + 6 && candidate.starts_with(stem) &&
-          (first.empty() || candidate < first) && is_own_directory(parent + "/" + candidate, uid))
+      if (candidate.size() == stem.size() + 6 && candidate.starts_with(stem) && (first.empty() || candidate < first) &&
+          is_own_directory(std::string(parent).append("/").append(candidate), uid))
         first = candidate;
     }
     ::closedir(dir);
